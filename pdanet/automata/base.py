@@ -1,0 +1,159 @@
+"""The Machine protocol that every automaton implements and every verifier relies on.
+
+A machine reads one input symbol per `step`. Its *configuration* is a frozen value; `output`
+maps a configuration to what the machine says after reading a prefix:
+
+- ``output_kind == "accept"``: a recogniser; the output is ``True`` when the prefix is accepted.
+- ``output_kind == "next_set"``: a generator; the output is the frozenset of allowed next symbols
+  (drawn from ``output_alphabet``, which may contain an end marker).
+- ``output_kind == "symbol"``: a real-time transducer; the output is the symbol emitted by the
+  last step (``None`` for none, e.g. at the start).
+
+`run_batch` simulates a padded batch of strings with numpy, vectorised over the batch, and returns
+a `BatchTrace` whose fields are the configurations and outputs at every step in array form.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Hashable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from pdanet.automata.alphabet import Alphabet
+from pdanet.errors import InputError
+
+OUTPUT_KINDS = ("accept", "next_set", "symbol")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One row of a trace: the symbol read (None for the initial row), the configuration reached,
+    and the machine's output there."""
+
+    symbol: Hashable | None
+    config: Any
+    output: Any
+
+
+@dataclass(frozen=True)
+class BatchTrace:
+    """Batched simulation result.
+
+    ``fields[name]`` has shape ``(B, T + 1, ...)``: index 0 is the initial configuration and index t
+    the configuration after t symbols; rows past a string's length repeat its last value. Standard
+    field names: ``state`` (int, -1 = dead/rejected), ``stack`` (int, bottom first, -1 padding),
+    ``depth`` (int), ``output`` (bool for "accept", bool (…, |Out|) for "next_set", int index into
+    the output alphabet with -1 for none for "symbol").
+    """
+
+    lengths: np.ndarray
+    fields: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.fields[name]
+
+    @property
+    def batch_size(self) -> int:
+        return int(self.lengths.shape[0])
+
+
+class Machine(ABC):
+    """Abstract base of all machines (see module docstring for the semantics of outputs)."""
+
+    alphabet: Alphabet
+    output_kind: str
+    output_alphabet: Alphabet | None
+
+    # --- the protocol -------------------------------------------------------------------------
+    @abstractmethod
+    def initial(self) -> Any:
+        """The initial configuration."""
+
+    @abstractmethod
+    def step(self, config: Any, symbol: Hashable) -> Any:
+        """The configuration after reading `symbol` (a dead configuration once rejected)."""
+
+    @abstractmethod
+    def output(self, config: Any) -> Any:
+        """What the machine says in `config` (see `output_kind`)."""
+
+    @abstractmethod
+    def run_batch(self, ids: np.ndarray, lengths: np.ndarray | None = None) -> BatchTrace:
+        """Vectorised simulation of a padded batch of symbol indices (padding -1)."""
+
+    # --- derived ------------------------------------------------------------------------------
+    def is_dead(self, config: Any) -> bool:
+        """True when the configuration has rejected for good (no continuation is accepted)."""
+        return False
+
+    def run(self, string: str | Sequence[Hashable]) -> Any:
+        """The configuration after reading the whole string."""
+        config = self.initial()
+        for sym in self.alphabet.split(string):
+            config = self.step(config, sym)
+        return config
+
+    def iter_trace(self, string: str | Sequence[Hashable]) -> Iterator[Step]:
+        config = self.initial()
+        yield Step(None, config, self.output(config))
+        for sym in self.alphabet.split(string):
+            config = self.step(config, sym)
+            yield Step(sym, config, self.output(config))
+
+    def trace(self, string: str | Sequence[Hashable]) -> list[Step]:
+        """Step by step: the initial row, then one row per symbol read."""
+        return list(self.iter_trace(string))
+
+    def accepts(self, string: str | Sequence[Hashable]) -> bool:
+        """Membership of the whole string (recognisers and generators)."""
+        config = self.run(string)
+        return self.is_accepting(config)
+
+    def is_accepting(self, config: Any) -> bool:
+        out = self.output(config)
+        if self.output_kind == "accept":
+            return bool(out)
+        raise InputError(
+            f"{type(self).__name__} is a {self.output_kind!r} machine; acceptance is not defined"
+        )
+
+    def outputs(self, string: str | Sequence[Hashable]) -> list:
+        """The output after each prefix (the initial output first)."""
+        return [s.output for s in self.iter_trace(string)]
+
+    def encode(self, strings: Sequence) -> tuple[np.ndarray, np.ndarray]:
+        """Symbol indices of a batch of strings, padded with -1, and their lengths."""
+        return self.alphabet.encode_batch(strings)
+
+    def check_ids(self, ids: np.ndarray, lengths: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """Validate a padded index batch; returns (ids, lengths) as int64 arrays."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if ids.ndim != 2:
+            raise InputError(f"expected a (batch, time) array of symbol indices, got shape {ids.shape}")
+        if lengths is None:
+            lengths = (ids >= 0).sum(axis=1)
+        lengths = np.asarray(lengths, dtype=np.int64)
+        T = ids.shape[1]
+        valid = np.arange(T)[None, :] < lengths[:, None]
+        bad = valid & ((ids < 0) | (ids >= len(self.alphabet)))
+        if bad.any():
+            b, t = map(int, np.argwhere(bad)[0])
+            raise InputError(
+                f"symbol index {int(ids[b, t])} at batch row {b}, position {t} is outside the "
+                f"alphabet of {len(self.alphabet)} symbols"
+            )
+        return ids, lengths
+
+
+def hold_after_length(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Repeat each row's value at its length over the padding that follows (in place, returned)."""
+    T1 = values.shape[1]
+    t = np.arange(T1)
+    idx = np.minimum(t[None, :], lengths[:, None])
+    gather = idx.reshape(idx.shape + (1,) * (values.ndim - 2))
+    return np.take_along_axis(values, np.broadcast_to(gather, idx.shape + values.shape[2:]), axis=1)
+
+
+__all__ = ["Machine", "Step", "BatchTrace", "OUTPUT_KINDS", "hold_after_length"]

@@ -1,0 +1,238 @@
+"""Depth-bounded stack automata: the Dyck-(k, m) generator of Hewitt et al. (2020).
+
+Dyck-(k, m) is the language of well-nested strings over k bracket types whose nesting depth never
+exceeds m. The machine is a *generator*: after each prefix its output is the set of allowed next
+symbols — every open bracket when the depth is below m, the close bracket matching the top of the
+stack when the stack is non-empty, and the end marker ``$`` when the stack is empty. A prefix that
+breaks these rules leads to the dead configuration (output: the empty set).
+
+Stacks are written bottom first; the top is the last element. Nothing here enumerates the
+Σ_{i≤m} kⁱ configurations, so k = 100000 is as cheap as k = 2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Hashable
+
+import numpy as np
+
+from pdanet.automata.alphabet import Alphabet
+from pdanet.automata.base import BatchTrace, Machine, hold_after_length
+from pdanet.errors import InputError
+
+_PAIRS = ("()", "[]", "{}", "<>")
+END = "$"
+
+
+@dataclass(frozen=True)
+class DyckConfig:
+    """Stack of bracket types (bottom first, top last); ``dead`` once the prefix is illegal."""
+
+    stack: tuple[int, ...] = ()
+    dead: bool = False
+
+    @property
+    def depth(self) -> int:
+        return len(self.stack)
+
+
+class DyckKM(Machine):
+    """The Dyck-(k, m) generator (Hewitt et al. 2020). Input symbols: k opens then k closes.
+
+    For k ≤ 4 the brackets are the characters ``()[]{}<>``; for larger k they are the tokens
+    ``(i`` and ``)i`` for i = 0..k-1 (strings are then written space-separated).
+    """
+
+    output_kind = "next_set"
+
+    def __init__(self, k: int, m: int):
+        if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
+            raise InputError(f"Dyck-(k, m) needs k ≥ 1 bracket types, got k={k!r}")
+        if not isinstance(m, (int, np.integer)) or isinstance(m, bool) or m < 1:
+            raise InputError(f"Dyck-(k, m) needs a depth bound m ≥ 1, got m={m!r}")
+        self.k, self.m = int(k), int(m)
+        self.name = f"dyck({self.k},{self.m})"
+
+    # symbols -----------------------------------------------------------------------------------
+    @cached_property
+    def opens(self) -> tuple[str, ...]:
+        if self.k <= len(_PAIRS):
+            return tuple(p[0] for p in _PAIRS[: self.k])
+        return tuple(f"({i}" for i in range(self.k))
+
+    @cached_property
+    def closes(self) -> tuple[str, ...]:
+        if self.k <= len(_PAIRS):
+            return tuple(p[1] for p in _PAIRS[: self.k])
+        return tuple(f"){i}" for i in range(self.k))
+
+    @cached_property
+    def alphabet(self) -> Alphabet:  # type: ignore[override]
+        return Alphabet(self.opens + self.closes)
+
+    @cached_property
+    def output_alphabet(self) -> Alphabet:  # type: ignore[override]
+        return Alphabet(self.opens + self.closes + (END,))
+
+    def open_id(self, i: int) -> int:
+        return i
+
+    def close_id(self, i: int) -> int:
+        return self.k + i
+
+    @property
+    def end_id(self) -> int:
+        return 2 * self.k
+
+    # identity ----------------------------------------------------------------------------------
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DyckKM) and (self.k, self.m) == (other.k, other.m)
+
+    def __hash__(self) -> int:
+        return hash(("DyckKM", self.k, self.m))
+
+    def __repr__(self) -> str:
+        return f"<DyckKM k={self.k} m={self.m}>"
+
+    @property
+    def num_configs(self) -> int:
+        """Σ_{i=0..m} kⁱ reachable live configurations."""
+        return sum(self.k**i for i in range(self.m + 1))
+
+    # protocol ----------------------------------------------------------------------------------
+    def initial(self) -> DyckConfig:
+        return DyckConfig()
+
+    def step(self, config: DyckConfig, symbol: Hashable) -> DyckConfig:
+        s = self.alphabet.index(symbol)
+        if config.dead:
+            return config
+        if s < self.k:
+            if config.depth >= self.m:
+                return DyckConfig(config.stack, True)
+            return DyckConfig(config.stack + (s,))
+        if config.depth == 0 or config.stack[-1] != s - self.k:
+            return DyckConfig(config.stack, True)
+        return DyckConfig(config.stack[:-1])
+
+    def output(self, config: DyckConfig) -> frozenset:
+        if config.dead:
+            return frozenset()
+        allowed = set()
+        if config.depth < self.m:
+            allowed.update(self.opens)
+        if config.depth > 0:
+            allowed.add(self.closes[config.stack[-1]])
+        else:
+            allowed.add(END)
+        return frozenset(allowed)
+
+    def is_dead(self, config: DyckConfig) -> bool:
+        return config.dead
+
+    def accepts(self, string) -> bool:
+        c = self.run(string)
+        return not c.dead and c.depth == 0
+
+    def is_accepting(self, config: DyckConfig) -> bool:
+        return not config.dead and config.depth == 0
+
+    def run_batch(self, ids: np.ndarray, lengths: np.ndarray | None = None,
+                  with_output: bool = True) -> BatchTrace:
+        """Fields: ``stack`` (B, T+1, m; bottom first, -1 empty), ``depth``, ``state`` (0 live,
+        -1 dead), ``top`` (-1 when empty) and ``output`` (B, T+1, 2k+1) unless ``with_output`` is
+        False (for huge k)."""
+        ids, lengths = self.check_ids(ids, lengths)
+        B, T = ids.shape
+        k, m = self.k, self.m
+        stack = np.full((B, m), -1, dtype=np.int64)
+        depth = np.zeros(B, dtype=np.int64)
+        alive = np.ones(B, dtype=bool)
+        stacks = np.empty((B, T + 1, m), dtype=np.int64)
+        depths = np.empty((B, T + 1), dtype=np.int64)
+        alives = np.empty((B, T + 1), dtype=bool)
+        stacks[:, 0], depths[:, 0], alives[:, 0] = stack, depth, alive
+        rows = np.arange(B)
+        for t in range(T):
+            s = ids[:, t]
+            act = (t < lengths) & alive
+            is_open = s < k
+            top = stack[rows, np.maximum(depth - 1, 0)]
+            ok_open = is_open & (depth < m)
+            ok_close = ~is_open & (depth > 0) & (top == s - k)
+            alive = np.where(act, ok_open | ok_close, alive)
+            do_push = act & ok_open
+            do_pop = act & ok_close
+            stack[rows[do_push], depth[do_push]] = s[do_push]
+            stack[rows[do_pop], depth[do_pop] - 1] = -1
+            depth = depth + do_push - do_pop
+            stacks[:, t + 1], depths[:, t + 1], alives[:, t + 1] = stack, depth, alive
+        tops = np.where(depths > 0, np.take_along_axis(
+            stacks, np.maximum(depths - 1, 0)[..., None], axis=2)[..., 0], -1)
+        fields: dict[str, Any] = {
+            "stack": hold_after_length(stacks, lengths),
+            "depth": hold_after_length(depths, lengths),
+            "state": hold_after_length(np.where(alives, 0, -1), lengths),
+            "top": hold_after_length(tops, lengths),
+        }
+        if with_output:
+            fields["output"] = self.next_set_batch(fields["depth"], fields["top"],
+                                                   fields["state"] >= 0)
+        return BatchTrace(lengths, fields)
+
+    def next_set_batch(self, depth: np.ndarray, top: np.ndarray, alive: np.ndarray) -> np.ndarray:
+        """Allowed-next-symbol sets (…, 2k+1) from depth, top and liveness arrays."""
+        k = self.k
+        out = np.zeros(depth.shape + (2 * k + 1,), dtype=bool)
+        out[..., :k] = (alive & (depth < self.m))[..., None]
+        has_top = alive & (depth > 0) & (top >= 0)
+        idx = np.nonzero(has_top)
+        out[idx + (k + top[idx],)] = True
+        out[..., 2 * k] = alive & (depth == 0)
+        return out
+
+    # sampling ----------------------------------------------------------------------------------
+    def sample(self, n: int, length: int, rng: np.random.Generator | int | None = None,
+               busy: float = 0.5, complete: bool = False) -> np.ndarray:
+        """n random legal prefixes of exactly `length` symbols, as an (n, length) index array.
+
+        At each step an allowed symbol is chosen: a close bracket with probability ``1 - busy``
+        when one is allowed and opens are too, so a large ``busy`` keeps the stack near depth m.
+        With ``complete`` the walk is steered to end with an empty stack (length must be even).
+        Vectorised over the n strings.
+        """
+        rng = np.random.default_rng(rng)
+        k, m = self.k, self.m
+        ids = np.empty((n, length), dtype=np.int64)
+        stack = np.full((n, m), -1, dtype=np.int64)
+        depth = np.zeros(n, dtype=np.int64)
+        rows = np.arange(n)
+        for t in range(length):
+            remaining = length - t
+            can_open = depth < m
+            can_close = depth > 0
+            if complete:
+                can_open &= depth + 1 <= remaining - 1
+                must_close = depth >= remaining
+                can_open &= ~must_close
+            want_open = rng.random(n) < busy
+            do_open = can_open & (want_open | ~can_close)
+            opened = rng.integers(0, k, size=n)
+            top = stack[rows, np.maximum(depth - 1, 0)]
+            ids[:, t] = np.where(do_open, opened, k + top)
+            push = do_open
+            pop = ~do_open
+            stack[rows[push], depth[push]] = opened[push]
+            stack[rows[pop], depth[pop] - 1] = -1
+            depth = depth + push - pop
+        return ids
+
+
+def dyck(k: int, m: int) -> DyckKM:
+    """The Dyck-(k, m) generator of Hewitt et al. (2020)."""
+    return DyckKM(k, m)
+
+
+__all__ = ["DyckKM", "DyckConfig", "dyck"]

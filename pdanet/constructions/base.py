@@ -1,0 +1,244 @@
+"""`CompiledNetwork`, exact weights, and the `compile` registry.
+
+A compiled network pairs a machine with a torch module whose parameters were set by hand. The
+module's ``forward(ids)`` takes a (B, T) LongTensor of symbol indices (padding -1) and returns
+``(states, logits)``: ``states`` of shape (B, T+1, S) is the network's state before any input
+(index 0) and after each symbol, and ``logits`` of shape (B, T+1, O) the readout at those times.
+
+Exact weights: ``weights[name]`` is an `ExactWeight` — an integer array over one common
+denominator, flagged ``scaled`` when it is multiplied by the saturation scale β. Names are the
+module's ``state_dict`` keys, so the float module is exactly ``{name: w.to_float(β)}`` and a network
+can be rebuilt at another β or dtype without recompiling (`CompiledNetwork.with_scale`).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import sympy as sp
+import torch
+
+from pdanet.automata.base import Machine
+from pdanet.errors import CompileError, InputError
+
+
+@dataclass(frozen=True)
+class ExactWeight:
+    """An exact weight block: ``numer / denom`` (times β when ``scaled``)."""
+
+    numer: np.ndarray
+    denom: int = 1
+    scaled: bool = True
+
+    @classmethod
+    def of(cls, values: Any, scaled: bool = True) -> "ExactWeight":
+        """From ints, Fractions or sympy Rationals (any nested sequence or array)."""
+        arr = np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) else values
+        if arr.dtype != object and np.issubdtype(arr.dtype, np.integer):
+            return cls(arr.astype(np.int64), 1, scaled)
+        flat = [Fraction(str(v)) if isinstance(v, sp.Basic) else Fraction(v) for v in arr.ravel()]
+        denom = 1
+        for f in flat:
+            denom = denom * f.denominator // np.gcd(denom, f.denominator)
+        numer = np.array([int(f * denom) for f in flat], dtype=np.int64).reshape(arr.shape)
+        return cls(numer, int(denom), scaled)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.numer.shape)
+
+    def to_float(self, beta: Any, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        factor = (float(beta) if self.scaled else 1.0) / self.denom
+        return torch.as_tensor(self.numer.astype(np.float64) * factor, dtype=dtype)
+
+    def to_sympy(self, beta: Any = sp.Symbol("beta")) -> sp.Matrix:
+        """A sympy matrix (for small blocks): the exact rationals, times β when scaled."""
+        if self.numer.size > 100_000:
+            raise InputError(f"block of {self.numer.size} entries is too large for sympy")
+        mat = sp.Matrix(np.atleast_2d(self.numer).tolist()) / self.denom
+        return mat * beta if self.scaled else mat
+
+    def rationals(self) -> np.ndarray:
+        """Object array of Fractions (exact, unscaled)."""
+        return np.vectorize(lambda v: Fraction(int(v), self.denom), otypes=[object])(self.numer)
+
+
+@dataclass(frozen=True)
+class CompiledNetwork:
+    """A machine and the network compiled from it (see the module docstring for the contract).
+
+    ``decoder(states)`` maps a float state array (B, T+1, S) to the machine's configuration fields
+    (the abstraction map; the same field names as `Machine.run_batch`), and ``reader(logits)`` maps
+    the readout logits to the machine's output format. ``bound`` is the unit count as a sympy
+    expression of ``params``; ``margin`` is c in the readout guarantee (allowed logits ≥ β·c,
+    disallowed ≤ -β·c).
+    """
+
+    machine: Machine
+    module: torch.nn.Module
+    target: str
+    method: str
+    hidden_units: int
+    bound: sp.Expr
+    params: Mapping[str, int]
+    weights: Mapping[str, ExactWeight]
+    scale: sp.Rational
+    decoder: Callable[[np.ndarray], dict[str, np.ndarray]]
+    reader: Callable[[np.ndarray], np.ndarray]
+    margin: sp.Rational = sp.Integer(1)
+    steps_per_symbol: int = 1
+    scale_argument: str = ""
+    unit_labels: Sequence[str] = ()
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def construction(self) -> str:
+        return f"{self.target}/{self.method}"
+
+    @property
+    def bound_value(self) -> int:
+        return int(self.bound.subs({sp.Symbol(k): v for k, v in self.params.items()}))
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return next(iter(self.module.state_dict().values())).dtype
+
+    def encode(self, strings: Sequence) -> tuple[torch.Tensor, np.ndarray]:
+        """Symbol indices (B, T) padded with -1, and lengths."""
+        ids, lengths = self.machine.encode(strings)
+        return torch.as_tensor(ids), lengths
+
+    @torch.no_grad()
+    def forward(self, ids: torch.Tensor | np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        ids = torch.as_tensor(np.asarray(ids) if not isinstance(ids, torch.Tensor) else ids)
+        return self.module(ids)
+
+    def decode(self, states: torch.Tensor | np.ndarray) -> dict[str, np.ndarray]:
+        if isinstance(states, torch.Tensor):
+            states = states.detach().cpu().numpy()
+        return self.decoder(states)
+
+    def readout(self, logits: torch.Tensor | np.ndarray) -> np.ndarray:
+        if isinstance(logits, torch.Tensor):
+            logits = logits.detach().cpu().numpy()
+        return self.reader(logits)
+
+    def run(self, string) -> dict[str, np.ndarray]:
+        """Decoded configurations and outputs of one string, for inspection."""
+        ids, _ = self.encode([string])
+        states, logits = self.forward(ids)
+        fields = self.decode(states)
+        fields["output"] = self.readout(logits)
+        return {k: v[0] for k, v in fields.items()}
+
+    def float_weights(self, scale: Any = None, dtype: torch.dtype | None = None
+                      ) -> dict[str, torch.Tensor]:
+        beta = self.scale if scale is None else scale
+        dtype = dtype or self.dtype
+        return {name: w.to_float(beta, dtype) for name, w in self.weights.items()}
+
+    def with_scale(self, scale: Any = None, dtype: torch.dtype | None = None) -> "CompiledNetwork":
+        """The same construction with another saturation scale β and/or dtype."""
+        beta = sp.nsimplify(self.scale if scale is None else scale, rational=True)
+        dtype = dtype or self.dtype
+        module = copy.deepcopy(self.module).to(dtype)
+        module.load_state_dict(self.float_weights(beta, dtype), strict=True)
+        return replace(self, module=module, scale=beta)
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return self.module.state_dict()
+
+    def summary(self) -> str:
+        return (
+            f"{self.construction} for {self.machine!r}: {self.hidden_units} units "
+            f"(bound {self.bound} = {self.bound_value}), β = {self.scale}, margin {self.margin}"
+        )
+
+
+def load_exact(module: torch.nn.Module, weights: Mapping[str, ExactWeight], scale: Any,
+               dtype: torch.dtype = torch.float32) -> torch.nn.Module:
+    """Set every parameter and buffer of `module` from exact weights (all keys must match)."""
+    module = module.to(dtype)
+    floats = {name: w.to_float(scale, dtype) for name, w in weights.items()}
+    expected = set(module.state_dict())
+    if set(floats) != expected:
+        raise CompileError(
+            f"exact weights do not cover the module: missing {sorted(expected - set(floats))}, "
+            f"extra {sorted(set(floats) - expected)}"
+        )
+    module.load_state_dict(floats, strict=True)
+    for p in module.parameters():
+        p.requires_grad_(True)
+    return module
+
+
+# --- the registry -----------------------------------------------------------------------------
+
+_REGISTRY: dict[tuple[type, str, str], Callable[..., CompiledNetwork]] = {}
+_DEFAULT_METHOD: dict[tuple[type, str], str] = {}
+
+
+def register(machine_type: type, target: str, method: str, default: bool = False):
+    """Decorator: register `fn(machine, **options) -> CompiledNetwork` for (type, target, method)."""
+
+    def deco(fn):
+        _REGISTRY[(machine_type, target, method)] = fn
+        if default or (machine_type, target) not in _DEFAULT_METHOD:
+            _DEFAULT_METHOD[(machine_type, target)] = method
+        return fn
+
+    return deco
+
+
+def available(machine: Machine) -> list[tuple[str, str]]:
+    """(target, method) pairs that can compile this machine."""
+    found = []
+    for (mtype, target, method) in _REGISTRY:
+        if isinstance(machine, mtype):
+            found.append((target, method))
+    return sorted(set(found))
+
+
+def compile(machine: Machine, target: str = "lstm", method: str | None = None,
+            dtype: torch.dtype = torch.float32, **options) -> CompiledNetwork:
+    """Compile `machine` into a network for `target` ("elman", "lstm", "second_order",
+    "stack_rnn", "ns_rnn", …) with construction `method` (the target's default when None)."""
+    _load_constructions()
+    for mtype in type(machine).__mro__:
+        if (mtype, target) in _DEFAULT_METHOD:
+            meth = method or _DEFAULT_METHOD[(mtype, target)]
+            fn = _REGISTRY.get((mtype, target, meth))
+            if fn is None:
+                methods = sorted(m for (t, tg, m) in _REGISTRY if t is mtype and tg == target)
+                raise CompileError(
+                    f"no method {meth!r} for target {target!r} on {type(machine).__name__}; "
+                    f"methods: {methods}"
+                )
+            return fn(machine, dtype=dtype, **options)
+    options_text = ", ".join(f"{t}/{m}" for t, m in available(machine)) or "none"
+    hint = ""
+    if hasattr(machine, "bounded") and not available(machine):
+        hint = " The stack is unbounded: bound its depth with `.bounded(m)` first."
+    raise CompileError(
+        f"cannot compile {type(machine).__name__} to target {target!r}; available: "
+        f"{options_text}.{hint}"
+    )
+
+
+def _load_constructions() -> None:
+    """Import the construction modules so that they register themselves."""
+    import importlib
+
+    for name in ("dyck", "dfa_rnn", "controllers", "ns"):
+        try:
+            importlib.import_module(f"pdanet.constructions.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"pdanet.constructions.{name}":
+                raise
+
+
+__all__ = ["ExactWeight", "CompiledNetwork", "compile", "register", "available", "load_exact"]

@@ -1,0 +1,74 @@
+"""Standard torch modules that compiled recurrent networks are loaded into.
+
+`RecurrentNet` = ``nn.Embedding`` (each symbol's input code) → ``nn.RNN`` (tanh) or ``nn.LSTM``
+(one layer, batch first) → linear readout, optionally factored through a small output code
+(``readout`` then ``out_embedding``) so that huge output alphabets need no |Out|×H matrix.
+The initial state is a learnable ``h0`` (and ``c0``), because constructions rarely start at zero.
+Its ``state_dict`` keys are what `ExactWeight` names refer to, and a user can copy them into their
+own ``nn.RNN``/``nn.LSTM`` (``rnn.*`` keys are exactly PyTorch's).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class RecurrentNet(nn.Module):
+    """Embedding → one-layer ``nn.RNN``/``nn.LSTM`` → (factored) linear readout."""
+
+    def __init__(self, cell: str, num_symbols: int, input_size: int, hidden_size: int,
+                 num_outputs: int, readout_code: int | None = None):
+        super().__init__()
+        if cell not in ("rnn", "lstm"):
+            raise ValueError(f"cell must be 'rnn' or 'lstm', got {cell!r}")
+        self.cell = cell
+        self.embedding = nn.Embedding(num_symbols, input_size)
+        if cell == "rnn":
+            self.rnn = nn.RNN(input_size, hidden_size, batch_first=True, nonlinearity="tanh")
+        else:
+            self.rnn = nn.LSTM(input_size, hidden_size, batch_first=True)
+            self.c0 = nn.Parameter(torch.zeros(hidden_size))
+        self.h0 = nn.Parameter(torch.zeros(hidden_size))
+        if readout_code is None:
+            self.readout = nn.Linear(hidden_size, num_outputs)
+            self.out_embedding = None
+        else:
+            self.readout = nn.Linear(hidden_size, readout_code)
+            self.out_embedding = nn.Linear(readout_code, num_outputs)
+
+    @property
+    def hidden_size(self) -> int:
+        return self.rnn.hidden_size
+
+    def initial_state(self, batch: int) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        h0 = self.h0.view(1, 1, -1).expand(1, batch, -1).contiguous()
+        if self.cell == "rnn":
+            return h0
+        return h0, self.c0.view(1, 1, -1).expand(1, batch, -1).contiguous()
+
+    def logits(self, states: torch.Tensor) -> torch.Tensor:
+        z = self.readout(states)
+        return self.out_embedding(z) if self.out_embedding is not None else z
+
+    def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """ids (B, T), padding -1 → (states (B, T+1, H), logits (B, T+1, O))."""
+        ids = torch.as_tensor(ids)
+        B = ids.shape[0]
+        x = self.embedding(ids.clamp(min=0))
+        out, _ = self.rnn(x, self.initial_state(B))
+        states = torch.cat([self.h0.view(1, 1, -1).expand(B, 1, -1), out], dim=1)
+        return states, self.logits(states)
+
+    def step(self, state, symbol_ids: torch.Tensor):
+        """One step from an explicit state ((h) or (h, c), each (B, H)); returns the new state."""
+        x = self.embedding(symbol_ids.clamp(min=0)).unsqueeze(1)
+        if self.cell == "rnn":
+            _, h = self.rnn(x, state.unsqueeze(0))
+            return h[0]
+        h, c = state
+        _, (h2, c2) = self.rnn(x, (h.unsqueeze(0), c.unsqueeze(0)))
+        return h2[0], c2[0]
+
+
+__all__ = ["RecurrentNet"]

@@ -1,0 +1,69 @@
+"""The exception hierarchy of pdanet.
+
+Every error names what is wrong (the state, symbol, transition, field or unit) and says what to do.
+"""
+
+from __future__ import annotations
+
+
+class PdanetError(Exception):
+    """Base class of every error raised by pdanet."""
+
+
+class AutomatonError(PdanetError):
+    """A machine is malformed: undeclared states, missing start state, bad transitions."""
+
+
+class DeterminismError(AutomatonError):
+    """A machine declared deterministic has two transitions that can fire on the same input."""
+
+
+class EpsilonLoopError(AutomatonError):
+    """A pushdown machine has a cycle of ε-moves that never consumes input."""
+
+
+class InputError(PdanetError):
+    """Bad input to a machine or a network: unknown symbols, bad arguments, bad lengths."""
+
+
+class SpecError(PdanetError):
+    """A machine file (JSON, JFLAP) is malformed. The message names the path to the bad field."""
+
+    def __init__(self, path: str, message: str):
+        self.path = path
+        super().__init__(f"{path}: {message}")
+
+
+class SearchBoundError(PdanetError):
+    """A nondeterministic simulation explored more configurations than its explicit bound."""
+
+
+class CompileError(PdanetError):
+    """A machine cannot be compiled to the requested target (and the message says which can)."""
+
+
+class UnboundedStackError(CompileError):
+    """A machine with an unbounded stack was given to a finite-state target."""
+
+
+class VerificationError(PdanetError):
+    """Verification could not be carried out (not: verification found a disagreement)."""
+
+
+class CertificationError(PdanetError):
+    """Certification could not be attempted for this machine and network."""
+
+
+__all__ = [
+    "PdanetError",
+    "AutomatonError",
+    "DeterminismError",
+    "EpsilonLoopError",
+    "InputError",
+    "SpecError",
+    "SearchBoundError",
+    "CompileError",
+    "UnboundedStackError",
+    "VerificationError",
+    "CertificationError",
+]
