@@ -5,7 +5,7 @@ TORCH_SPEC ?= torch==2.13.0
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup graphviz lint bench clean
+.PHONY: demo test test-fast setup graphviz lint bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -31,8 +31,10 @@ demo: setup
 	$(PY) -m pdanet.demo
 
 test: setup
+	$(PY) -m pytest -q -n 2 --nbmake tests notebooks
+
+test-fast: setup
 	$(PY) -m pytest -q -n 2 -m "not slow" tests
-	$(PY) -m pytest -q -n 2 -m "slow" tests --nbmake notebooks
 
 lint: setup
 	$(VENV)/bin/ruff check pdanet tests

@@ -123,6 +123,12 @@ class Machine(ABC):
         """The output after each prefix (the initial output first)."""
         return [s.output for s in self.iter_trace(string)]
 
+    def save(self, path: str) -> None:
+        """Write the machine to a JSON spec file (format: docs/spec-format.md)."""
+        from pdanet.automata.io import save
+
+        save(self, path)
+
     def encode(self, strings: Sequence) -> tuple[np.ndarray, np.ndarray]:
         """Symbol indices of a batch of strings, padded with -1, and their lengths."""
         return self.alphabet.encode_batch(strings)

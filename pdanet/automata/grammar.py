@@ -1,0 +1,711 @@
+"""Context-free grammars and probabilistic context-free grammars.
+
+A `CFG` is immutable and validated: nonterminals and terminals are disjoint, every rule's left side
+is a nonterminal and every body symbol is declared. A body is a tuple of symbols; ``()`` is the
+empty body (ε). Strings are tuples of terminals.
+
+What a grammar can do:
+
+- `generates(string)`: membership by a chart parser over spans (ε- and unit rules allowed).
+- `to_pda()`: the standard nondeterministic PDA with ε-moves that expand nonterminals.
+- `count(n)` / `sample_length(rng, n)`: exact length-conditioned sampling from counting tables over
+  (symbol, length). A `CFG` samples uniformly over the *derivations* of length n (exact integer
+  counts); a `PCFG` samples from its distribution conditioned on the length (log-space weights).
+  Tables need a grammar in which no nonterminal derives itself without consuming input
+  (no A ⇒⁺ A); a `GrammarError` names the offending nonterminals otherwise.
+- `sample(rng, min_length, max_length)`: top-down sampling with rejection of lengths outside the
+  range; `sample_depth(rng, max_depth)`: top-down sampling of derivations of bounded depth.
+
+A `CFG` samples top-down with each nonterminal's rules equally likely; a `PCFG` uses its rule
+probabilities.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from pdanet.automata.alphabet import BOTTOM, EPSILON, Alphabet, is_special
+from pdanet.errors import AutomatonError, InputError
+
+
+class GrammarError(AutomatonError):
+    """A grammar is malformed, or cannot be used for the requested operation."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A production ``lhs → body``; ``body == ()`` is an ε-rule."""
+
+    lhs: Hashable
+    body: tuple
+
+    def __str__(self) -> str:
+        return f"{self.lhs} → {' '.join(map(str, self.body)) if self.body else 'ε'}"
+
+
+def _body(body: Any) -> tuple:
+    """A rule body as a tuple; a str is split on whitespace and "ε" (or "") is the empty body."""
+    if isinstance(body, str):
+        parts = tuple(body.split())
+        return () if parts in ((), ("ε",)) else parts
+    if body is EPSILON:
+        return ()
+    return tuple(body)
+
+
+def _rule_pairs(rules: Any) -> list[tuple[Hashable, tuple]]:
+    """Normalise rules given as {lhs: [bodies]}, [(lhs, body)], or [Rule]."""
+    if isinstance(rules, Mapping):
+        out = []
+        for lhs, bodies in rules.items():
+            if isinstance(bodies, (str, tuple)) and not isinstance(bodies, Mapping):
+                bodies = [bodies]
+            for b in bodies:
+                out.append((lhs, _body(b)))
+        return out
+    out = []
+    for r in rules:
+        if isinstance(r, Rule):
+            out.append((r.lhs, r.body))
+        elif isinstance(r, (tuple, list)) and len(r) == 2:
+            out.append((r[0], _body(r[1])))
+        else:
+            raise GrammarError(f"rule {r!r} is not a pair (lhs, body) or a Rule")
+    return out
+
+
+def _check_rng(rng: Any) -> np.random.Generator:
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None or isinstance(rng, (int, np.integer)):
+        return np.random.default_rng(rng)
+    raise InputError(f"expected a numpy Generator or an integer seed, got {rng!r}")
+
+
+def _randbelow(rng: np.random.Generator, n: int) -> int:
+    """A uniform integer in [0, n) for any positive Python int n (exact, by rejection)."""
+    bits = n.bit_length()
+    while True:
+        x = 0
+        for _ in range(0, bits, 32):
+            x = (x << 32) | int(rng.integers(0, 1 << 32))
+        x >>= (-bits) % 32
+        if x < n:
+            return x
+
+
+class CFG:
+    """A context-free grammar (immutable, validated). See the module docstring."""
+
+    def __init__(self, nonterminals: Iterable[Hashable], terminals: Alphabet | Iterable[Hashable] | str,
+                 rules: Any, start: Hashable, name: str | None = None):
+        nts = tuple(nonterminals)
+        if len(set(nts)) != len(nts):
+            dup = next(x for x in nts if nts.count(x) > 1)
+            raise GrammarError(f"nonterminal {dup!r} is declared twice")
+        for a in nts:
+            if is_special(a):
+                raise GrammarError(f"{a!r} is a distinguished symbol and cannot be a nonterminal")
+        terms = Alphabet.of(terminals)
+        clash = [a for a in nts if a in terms]
+        if clash:
+            raise GrammarError(f"{clash[0]!r} is declared both as a nonterminal and as a terminal")
+        if start not in nts:
+            raise GrammarError(f"start symbol {start!r} is not a declared nonterminal")
+        pairs = _rule_pairs(rules)
+        seen: set = set()
+        rule_list = []
+        for lhs, body in pairs:
+            if lhs not in nts:
+                raise GrammarError(f"rule {lhs!r} → {body!r}: left side is not a declared nonterminal")
+            for x in body:
+                if x not in nts and x not in terms:
+                    raise GrammarError(
+                        f"rule {Rule(lhs, body)}: symbol {x!r} is neither a declared nonterminal nor a "
+                        "terminal; declare it")
+            if (lhs, body) in seen:
+                raise GrammarError(f"rule {Rule(lhs, body)} is given twice")
+            seen.add((lhs, body))
+            rule_list.append(Rule(lhs, body))
+        lhs_set = {r.lhs for r in rule_list}
+        for a in nts:
+            if a not in lhs_set:
+                raise GrammarError(f"nonterminal {a!r} has no rules; add a rule for it or remove it")
+        self._nonterminals = nts
+        self._terminals = terms
+        self._rules = tuple(rule_list)
+        self._start = start
+        self._name = name
+        self._nt_set = frozenset(nts)
+
+    # --- immutable accessors ------------------------------------------------------------------
+    nonterminals = property(lambda self: self._nonterminals)
+    terminals = property(lambda self: self._terminals)
+    rules = property(lambda self: self._rules)
+    start = property(lambda self: self._start)
+    name = property(lambda self: self._name)
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        if key.startswith("_") and key not in self.__dict__:
+            object.__setattr__(self, key, value)
+            return
+        raise AttributeError(f"{type(self).__name__} is immutable; build a new one")
+
+    @classmethod
+    def parse(cls, text: str, start: Hashable | None = None, name: str | None = None) -> CFG:
+        """A grammar from lines ``A -> x y | z | ε`` (symbols separated by whitespace).
+
+        Nonterminals are the left sides (the first one is the start unless `start` is given); every
+        other body symbol is a terminal, in order of first appearance."""
+        nts, pairs = _parse_lines(text)
+        terms = _terminals_of(nts, pairs)
+        return cls(nts, terms, pairs, start if start is not None else nts[0], name)
+
+    # --- identity -----------------------------------------------------------------------------
+    def _key(self) -> tuple:
+        return (self._nonterminals, self._terminals, frozenset(self._rules), self._start)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self._key() == other._key()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        label = f" {self._name!r}" if self._name else ""
+        return (f"<{type(self).__name__}{label}: {len(self._nonterminals)} nonterminals, "
+                f"{len(self._terminals)} terminals, {len(self._rules)} rules>")
+
+    def __str__(self) -> str:
+        return "\n".join(self._rule_text(i) for i in range(len(self._rules)))
+
+    def _rule_text(self, i: int) -> str:
+        return str(self._rules[i])
+
+    # --- structure ----------------------------------------------------------------------------
+    def is_nonterminal(self, x: Hashable) -> bool:
+        return x in self._nt_set
+
+    @cached_property
+    def _by_lhs(self) -> dict:
+        out: dict = {a: [] for a in self._nonterminals}
+        for i, r in enumerate(self._rules):
+            out[r.lhs].append(i)
+        return {a: tuple(v) for a, v in out.items()}
+
+    def rules_for(self, lhs: Hashable) -> tuple[Rule, ...]:
+        if lhs not in self._nt_set:
+            raise GrammarError(f"{lhs!r} is not a nonterminal of {self!r}")
+        return tuple(self._rules[i] for i in self._by_lhs[lhs])
+
+    def rule_weights(self) -> tuple:
+        """The weight of each rule for top-down sampling: uniform among a nonterminal's rules."""
+        return tuple(Fraction(1, len(self._by_lhs[r.lhs])) for r in self._rules)
+
+    @cached_property
+    def nullable(self) -> frozenset:
+        """Nonterminals that derive ε."""
+        null: set = set()
+        changed = True
+        while changed:
+            changed = False
+            for r in self._rules:
+                if r.lhs not in null and all(x in null for x in r.body):
+                    null.add(r.lhs)
+                    changed = True
+        return frozenset(null)
+
+    @cached_property
+    def min_yield(self) -> dict:
+        """The length of a shortest terminal string each nonterminal derives (inf if none)."""
+        best = {a: math.inf for a in self._nonterminals}
+        changed = True
+        while changed:
+            changed = False
+            for r in self._rules:
+                v = sum(best[x] if x in self._nt_set else 1 for x in r.body)
+                if v < best[r.lhs]:
+                    best[r.lhs] = v
+                    changed = True
+        return best
+
+    @cached_property
+    def min_height(self) -> dict:
+        """The least height of a derivation tree of each nonterminal (a rule with only terminals
+        in its body has height 1); inf for non-productive nonterminals."""
+        best = {a: math.inf for a in self._nonterminals}
+        changed = True
+        while changed:
+            changed = False
+            for r in self._rules:
+                v = 1 + max((best[x] for x in r.body if x in self._nt_set), default=0)
+                if v < best[r.lhs]:
+                    best[r.lhs] = v
+                    changed = True
+        return best
+
+    @cached_property
+    def _same_length_order(self) -> tuple:
+        """Nonterminals in an order where A comes after every B with A ⇒ αBβ, α, β ⇒* ε.
+
+        Raises GrammarError when this relation has a cycle (some A ⇒⁺ A), since then a string can
+        have infinitely many derivations and counting tables do not exist."""
+        deps: dict = {a: set() for a in self._nonterminals}
+        null = self.nullable
+        for r in self._rules:
+            for i, x in enumerate(r.body):
+                if x in self._nt_set and all(y in null for j, y in enumerate(r.body) if j != i):
+                    deps[r.lhs].add(x)
+        order: list = []
+        state: dict = {}
+        for root in self._nonterminals:
+            if root in state:
+                continue
+            stack = [(root, iter(sorted(deps[root], key=repr)))]
+            state[root] = 1
+            path = [root]
+            while stack:
+                node, it = stack[-1]
+                nxt = next(it, None)
+                if nxt is None:
+                    stack.pop()
+                    path.pop()
+                    state[node] = 2
+                    order.append(node)
+                elif state.get(nxt) == 1:
+                    cycle = path[path.index(nxt):] + [nxt]
+                    raise GrammarError(
+                        "the grammar has a cycle of derivations that consume no input ("
+                        + " ⇒ ".join(map(repr, cycle)) + "), so strings have infinitely many "
+                        "derivations; rewrite it without such cycles (one arises from S → S S when S ⇒* ε) "
+                        "to use length tables, or sample with `sample(rng, min_length, max_length)`")
+                elif nxt not in state:
+                    state[nxt] = 1
+                    path.append(nxt)
+                    stack.append((nxt, iter(sorted(deps[nxt], key=repr))))
+        return tuple(order)
+
+    # --- membership ---------------------------------------------------------------------------
+    def generates(self, string: str | Sequence[Hashable]) -> bool:
+        """Membership of a terminal string, by a chart over spans with a fixpoint per span
+        (handles ε-rules, unit rules and left recursion). O(n³·|G|)."""
+        w = self._terminals.split(string)
+        n = len(w)
+        chart: dict = {}
+        for length in range(n + 1):
+            for i in range(n - length + 1):
+                j = i + length
+                cell: set = set()
+                chart[(i, j)] = cell
+                changed = True
+                while changed:
+                    changed = False
+                    for r in self._rules:
+                        if r.lhs not in cell and self._body_spans(r.body, i, j, w, chart):
+                            cell.add(r.lhs)
+                            changed = True
+        return self._start in chart[(0, n)]
+
+    def _body_spans(self, body: tuple, i: int, j: int, w: tuple, chart: dict) -> bool:
+        cur = {i}
+        for x in body:
+            nxt: set = set()
+            if x in self._nt_set:
+                for m in cur:
+                    for m2 in range(m, j + 1):
+                        if x in chart[(m, m2)]:
+                            nxt.add(m2)
+            else:
+                for m in cur:
+                    if m < j and w[m] == x:
+                        nxt.add(m + 1)
+            if not nxt:
+                return False
+            cur = nxt
+        return j in cur
+
+    # --- automata -----------------------------------------------------------------------------
+    def to_pda(self, name: str | None = None, max_configs: int = 100_000):
+        """The standard PDA for the grammar (nondeterministic, with ε-moves).
+
+        States ``start``, ``loop``, ``accept``. ``(start, ε, ⊥) → (loop, S ⊥)`` pushes the start
+        symbol; in ``loop`` a nonterminal A on top is replaced by a body of one of A's rules
+        (ε-move; the body's first symbol ends on top), a terminal on top is popped when it is read,
+        and ``(loop, ε, ⊥) → (accept, ⊥)``. Accepting by final state ``accept`` is the same as
+        accepting by empty stack in ``loop``. A left-recursive grammar gives unbounded ε-expansion:
+        its PDA raises SearchBoundError past `max_configs` configurations in one ε-closure."""
+        from pdanet.automata.pda import PDA
+
+        stack_alphabet = tuple(self._nonterminals) + tuple(self._terminals)
+        trans: dict = {("start", EPSILON, BOTTOM): {("loop", (self._start, BOTTOM))},
+                       ("loop", EPSILON, BOTTOM): {("accept", (BOTTOM,))}}
+        for r in self._rules:
+            trans.setdefault(("loop", EPSILON, r.lhs), set()).add(("loop", tuple(r.body)))
+        for a in self._terminals:
+            trans[("loop", a, a)] = {("loop", ())}
+        return PDA(("start", "loop", "accept"), self._terminals, stack_alphabet, trans, "start",
+                   accepting=("accept",), acceptance="final_state",
+                   name=name or (f"pda({self._name})" if self._name else None),
+                   max_configs=max_configs)
+
+    # --- sampling -----------------------------------------------------------------------------
+    def length_table(self, max_length: int, weighted: bool | None = None) -> LengthTable:
+        """Counting tables up to `max_length` (see `LengthTable`). ``weighted`` defaults to True
+        for a PCFG (its distribution) and False for a CFG (uniform over derivations)."""
+        if weighted is None:
+            weighted = isinstance(self, PCFG)
+        return LengthTable(self, max_length, weighted)
+
+    def count(self, n: int) -> int:
+        """The number of derivations of strings of length n from the start symbol."""
+        return self.length_table(n, weighted=False).total(n)
+
+    def sample_length(self, rng: Any, n: int, weighted: bool | None = None,
+                      table: LengthTable | None = None) -> tuple:
+        """One string of exactly n symbols (see `length_table` for the distribution)."""
+        if table is None:
+            table = self.length_table(n, weighted)
+        return table.sample(_check_rng(rng), n)
+
+    def sample(self, rng: Any, min_length: int = 0, max_length: int = 100,
+               max_tries: int = 1000) -> tuple:
+        """Top-down sampling; strings outside [min_length, max_length] are rejected and redrawn.
+
+        A draw is abandoned as soon as its length must exceed `max_length`. Raises
+        GrammarError after `max_tries` rejected draws."""
+        rng = _check_rng(rng)
+        if min_length > max_length:
+            raise InputError(f"min_length {min_length} exceeds max_length {max_length}")
+        if self.min_yield[self._start] > max_length:
+            raise GrammarError(
+                f"the shortest string of the grammar has length {self.min_yield[self._start]}, "
+                f"more than max_length={max_length}")
+        for _ in range(max_tries):
+            s = self._draw(rng, max_length, None)
+            if s is not None and min_length <= len(s) <= max_length:
+                return s
+        raise GrammarError(
+            f"no string with length in [{min_length}, {max_length}] after {max_tries} draws; "
+            "widen the range, raise max_tries, adjust the rule probabilities, or use "
+            "sample_length (exact length-conditioned sampling)")
+
+    def sample_depth(self, rng: Any, max_depth: int, max_tries: int = 1000) -> tuple:
+        """Top-down sampling of a derivation of height at most `max_depth`: at each node only
+        the rules that can still finish within the remaining height are allowed, with their
+        weights renormalised."""
+        rng = _check_rng(rng)
+        if self.min_height[self._start] > max_depth:
+            raise GrammarError(
+                f"every derivation of {self._start!r} has height at least "
+                f"{self.min_height[self._start]}, more than max_depth={max_depth}")
+        s = self._draw(rng, None, max_depth)
+        assert s is not None
+        return s
+
+    @cached_property
+    def _weights_float(self) -> np.ndarray:
+        return np.array([float(p) for p in self.rule_weights()], dtype=np.float64)
+
+    def _draw(self, rng: np.random.Generator, max_length: int | None,
+              max_depth: int | None) -> tuple | None:
+        """One top-down draw (explicit stack; leftmost expansion). None when abandoned."""
+        weights = self._weights_float
+        by_lhs = self._by_lhs
+        out: list = []
+        pending_min = self.min_yield[self._start]
+        stack: list = [(self._start, 1)]  # (symbol, depth of the node that would expand it)
+        while stack:
+            x, d = stack.pop()
+            if x not in self._nt_set:
+                out.append(x)
+                continue
+            idx = by_lhs[x]
+            if max_depth is not None:
+                idx = tuple(i for i in idx if 1 + max(
+                    (self.min_height[y] for y in self._rules[i].body if y in self._nt_set),
+                    default=0) <= max_depth - d + 1)
+            p = weights[list(idx)]
+            i = idx[int(rng.choice(len(idx), p=p / p.sum()))]
+            body = self._rules[i].body
+            if max_length is not None:
+                pending_min += sum(self.min_yield[y] if y in self._nt_set else 1 for y in body)
+                pending_min -= self.min_yield[x]
+                if len(out) + pending_min > max_length:
+                    return None
+            for y in reversed(body):
+                stack.append((y, d + 1))
+        return tuple(out)
+
+
+class PCFG(CFG):
+    """A probabilistic CFG: each rule has a probability in (0, 1], summing to 1 per nonterminal.
+
+    ``rules`` is ``{(lhs, body): p}`` or ``{lhs: {body: p}}``; probabilities may be Fractions,
+    ints or floats (float sums are checked to within 1e-9)."""
+
+    def __init__(self, nonterminals: Iterable[Hashable], terminals: Alphabet | Iterable[Hashable] | str,
+                 rules: Mapping, start: Hashable, name: str | None = None):
+        if not isinstance(rules, Mapping):
+            raise GrammarError("PCFG rules must be a mapping {(lhs, body): probability} or "
+                               "{lhs: {body: probability}}")
+        probs: dict = {}
+        for key, val in rules.items():
+            if isinstance(val, Mapping):
+                for body, p in val.items():
+                    probs[(key, _body(body))] = p
+            else:
+                if not (isinstance(key, tuple) and len(key) == 2):
+                    raise GrammarError(f"PCFG rule key {key!r} must be a pair (lhs, body)")
+                probs[(key[0], _body(key[1]))] = val
+        super().__init__(nonterminals, terminals, list(probs), start, name)
+        ps = []
+        for r in self.rules:
+            p = probs[(r.lhs, r.body)]
+            if isinstance(p, bool) or not isinstance(p, (int, float, Fraction, np.floating, np.integer)):
+                raise GrammarError(f"rule {r}: probability {p!r} is not a number")
+            if not (0 < p <= 1) or (isinstance(p, float) and not math.isfinite(p)):
+                raise GrammarError(f"rule {r}: probability {p!r} is not in (0, 1]; drop rules "
+                                   "with probability 0")
+            ps.append(p)
+        for a in self.nonterminals:
+            ps_a = [ps[i] for i in self._by_lhs[a]]
+            total = sum(ps_a)
+            exact = all(isinstance(p, (int, Fraction, np.integer)) for p in ps_a)
+            ok = total == 1 if exact else abs(float(total) - 1.0) <= 1e-9
+            if not ok:
+                raise GrammarError(
+                    f"the probabilities of the rules of nonterminal {a!r} sum to {total}, not 1; "
+                    "normalise them")
+        self._probabilities = tuple(ps)
+
+    probabilities = property(lambda self: self._probabilities)
+
+    def probability(self, lhs: Hashable, body: Any) -> Any:
+        """The probability of the rule lhs → body (0 when there is no such rule)."""
+        key = Rule(lhs, _body(body))
+        for r, p in zip(self.rules, self._probabilities):
+            if r == key:
+                return p
+        return 0
+
+    def rule_weights(self) -> tuple:
+        return self._probabilities
+
+    def _key(self) -> tuple:
+        return super()._key() + (frozenset(zip(self.rules, self._probabilities)),)
+
+    def _rule_text(self, i: int) -> str:
+        return f"{self.rules[i]}  [{self._probabilities[i]}]"
+
+    def cfg(self) -> CFG:
+        """The underlying grammar without probabilities."""
+        return CFG(self.nonterminals, self.terminals, self.rules, self.start, self.name)
+
+    @classmethod
+    def parse(cls, text: str, start: Hashable | None = None, name: str | None = None) -> PCFG:
+        """Lines ``A -> x y [0.5] | z [1/2]``: each alternative ends with its probability in
+        brackets (a decimal or a fraction, read exactly)."""
+        nts, pairs = _parse_lines(text, with_probs=True)
+        terms = _terminals_of(nts, [(a, b) for a, b, _ in pairs])
+        return cls(nts, terms, {(a, b): p for a, b, p in pairs},
+                   start if start is not None else nts[0], name)
+
+
+def _parse_lines(text: str, with_probs: bool = False):
+    nts: list = []
+    pairs: list = []
+    for lineno, line in enumerate(text.strip().splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if "->" not in line:
+            raise GrammarError(f"line {lineno}: {line!r} has no '->'")
+        lhs, rhs = line.split("->", 1)
+        lhs = lhs.strip()
+        if lhs not in nts:
+            nts.append(lhs)
+        for alt in rhs.split(" | "):
+            alt = alt.strip()
+            if with_probs:
+                if not (alt.endswith("]") and "[" in alt):
+                    raise GrammarError(f"line {lineno}: alternative {alt!r} has no [probability]")
+                alt, p = alt[:-1].rsplit("[", 1)
+                try:
+                    prob = Fraction(p.strip())
+                except ValueError:
+                    raise GrammarError(f"line {lineno}: {p!r} is not a probability") from None
+                pairs.append((lhs, _body(alt), prob))
+            else:
+                pairs.append((lhs, _body(alt)))
+    return nts, pairs
+
+
+def _terminals_of(nts: list, pairs: list) -> list:
+    terms: list = []
+    for _, body in pairs:
+        for x in body:
+            if x not in nts and x not in terms:
+                terms.append(x)
+    return terms
+
+
+class LengthTable:
+    """Counting tables w(X, n) for every symbol X and length n ≤ max_length.
+
+    Unweighted: w(A, n) is the exact number of derivations A ⇒* u with |u| = n (Python ints).
+    Weighted: log of the total probability of those derivations (float64, -inf for none).
+    `sample(rng, n)` draws a derivation of length n with probability proportional to its weight,
+    top-down: a rule with probability ∝ p(rule)·w(body, n), then the split of n over the body
+    symbols one at a time."""
+
+    def __init__(self, grammar: CFG, max_length: int, weighted: bool):
+        if not isinstance(max_length, (int, np.integer)) or max_length < 0:
+            raise InputError(f"max_length must be a non-negative integer, got {max_length!r}")
+        self.grammar = grammar
+        self.max_length = int(max_length)
+        self.weighted = bool(weighted)
+        g = grammar
+        order = g._same_length_order
+        self._nt = g._nt_set
+        probs = g.rule_weights()
+        if self.weighted:
+            self._rule_w = [math.log(float(p)) for p in probs]
+        else:
+            self._rule_w = [1] * len(g.rules)
+        N = self.max_length
+        self._w: dict = {a: [None] * (N + 1) for a in g.nonterminals}
+        self._seq: dict = {}
+        for n in range(N + 1):
+            for a in order:
+                self._w[a][n] = self._compute(a, n)
+
+    # semiring ------------------------------------------------------------------------------------
+    @property
+    def _zero(self):
+        return -math.inf if self.weighted else 0
+
+    def _is_zero(self, v) -> bool:
+        return v == self._zero
+
+    def _mul(self, a, b):
+        return a + b if self.weighted else a * b
+
+    def _sum(self, values: list):
+        if not self.weighted:
+            return sum(values)
+        vals = [v for v in values if v != -math.inf]
+        if not vals:
+            return -math.inf
+        m = max(vals)
+        return m + math.log(sum(math.exp(v - m) for v in vals))
+
+    def sym(self, x: Hashable, n: int):
+        """w(x, n) for a terminal or nonterminal x."""
+        if x in self._nt:
+            v = self._w[x][n]
+            if v is None:
+                raise GrammarError(f"internal: w({x!r}, {n}) requested before it was computed")
+            return v
+        one = 0.0 if self.weighted else 1
+        return one if n == 1 else self._zero
+
+    def seq(self, r: int, i: int, n: int):
+        """Weight of body[i:] of rule r deriving strings of length n."""
+        key = (r, i, n)
+        if key in self._seq:
+            return self._seq[key]
+        body = self.grammar.rules[r].body
+        if i == len(body):
+            v = (0.0 if self.weighted else 1) if n == 0 else self._zero
+        else:
+            x = body[i]
+            terms = []
+            lo = 0 if x in self._nt else 1
+            hi = n if x in self._nt else min(n, 1)
+            null = self.grammar.nullable
+            rest_null = all(y in null for y in body[i + 1:])
+            for j in range(lo, hi + 1):
+                # skip zero factors statically, so that w(·, n) is only asked for a nonterminal
+                # that the order of `_same_length_order` has already computed
+                if (j == 0 and x not in null) or (j == n and not rest_null):
+                    continue
+                rest = self.seq(r, i + 1, n - j)
+                if self._is_zero(rest):
+                    continue
+                wx = self.sym(x, j)
+                if not self._is_zero(wx):
+                    terms.append(self._mul(wx, rest))
+            v = self._sum(terms)
+        self._seq[key] = v
+        return v
+
+    def _compute(self, a: Hashable, n: int):
+        terms = []
+        for r in self.grammar._by_lhs[a]:
+            v = self.seq(r, 0, n)
+            if not self._is_zero(v):
+                terms.append(self._mul(self._rule_w[r], v))
+        return self._sum(terms)
+
+    def total(self, n: int, symbol: Hashable | None = None):
+        """w(start, n) (or w(symbol, n))."""
+        self._check_n(n)
+        return self.sym(self.grammar.start if symbol is None else symbol, n)
+
+    def _check_n(self, n: int) -> None:
+        if not 0 <= n <= self.max_length:
+            raise InputError(f"length {n} is outside the table's range [0, {self.max_length}]")
+
+    def _pick(self, rng: np.random.Generator, weights: list) -> int:
+        if self.weighted:
+            arr = np.array(weights, dtype=np.float64)
+            p = np.exp(arr - arr.max())
+            return int(rng.choice(len(p), p=p / p.sum()))
+        k = _randbelow(rng, sum(weights))
+        for idx, w in enumerate(weights):
+            if k < w:
+                return idx
+            k -= w
+        raise AssertionError("unreachable")
+
+    def sample(self, rng: Any, n: int, symbol: Hashable | None = None) -> tuple:
+        """A string of length n drawn as described in the class docstring."""
+        rng = _check_rng(rng)
+        self._check_n(n)
+        root = self.grammar.start if symbol is None else symbol
+        if self._is_zero(self.sym(root, n)):
+            raise InputError(f"the grammar derives no string of length {n} from {root!r}")
+        out: list = []
+        stack: list = [(root, n)]
+        g = self.grammar
+        while stack:
+            x, m = stack.pop()
+            if x not in self._nt:
+                out.append(x)
+                continue
+            cands = [r for r in g._by_lhs[x] if not self._is_zero(self.seq(r, 0, m))]
+            ws = [self._mul(self._rule_w[r], self.seq(r, 0, m)) for r in cands]
+            r = cands[self._pick(rng, ws)]
+            body = g.rules[r].body
+            parts = []
+            rest = m
+            for i, y in enumerate(body):
+                opts = [j for j in range(rest + 1)
+                        if not self._is_zero(self.seq(r, i + 1, rest - j))
+                        and not self._is_zero(self.sym(y, j))]
+                ws = [self._mul(self.sym(y, j), self.seq(r, i + 1, rest - j)) for j in opts]
+                j = opts[self._pick(rng, ws)]
+                parts.append((y, j))
+                rest -= j
+            stack.extend(reversed(parts))
+        return tuple(out)
+
+
+__all__ = ["CFG", "PCFG", "GrammarError", "LengthTable", "Rule"]

@@ -1,0 +1,1021 @@
+"""Pushdown automata: deterministic (`DPDA`) and nondeterministic (`PDA`).
+
+Transitions are written ``{(q, a, X): (q2, gamma)}``: in state ``q``, reading ``a`` (an input
+symbol, or `EPSILON` for a move that reads nothing) with ``X`` on top of the stack (a stack symbol,
+or `BOTTOM`), the machine pops ``X``, pushes ``gamma`` and goes to ``q2``. ``gamma = (X1, …, Xn)``
+leaves ``X1`` on top; ``()`` pops. The stack starts as just `BOTTOM`, which is never removed: a
+transition on `BOTTOM` must re-push it as the last symbol of ``gamma`` (and `BOTTOM` appears in no
+other ``gamma``). So ``(q, a, X): (q2, (Y, X))`` pushes ``Y`` and
+``(q, a, BOTTOM): (q2, (BOTTOM,))`` leaves the stack alone.
+
+Configurations (`PDAConfig`) hold the state and the stack written bottom first, `BOTTOM` at index 0
+and the top last. ``depth`` counts the symbols above `BOTTOM`. A missing transition blocks the
+machine: the dead configuration ``PDAConfig(None, ())`` (depth -1), which rejects every extension.
+
+Deterministic semantics (`DPDA`). The configuration after a prefix is its ε-closure end: from the
+initial configuration, and after each input move, ε-moves are taken while one applies; determinism
+makes this chain unique, and the ε-loop check made at construction makes it finite. Acceptance is
+judged at that closure end: ``final_state`` accepts when its state is accepting, ``empty_stack``
+when only `BOTTOM` is left. (This equals the textbook "some configuration reachable by ε-moves after
+the last symbol" whenever no ε-move leaves an accepting configuration.)
+
+Nondeterministic semantics (`PDA`). The configuration after a prefix is the *set* of all
+configurations reachable by the moves of that prefix followed by any ε-moves (the whole ε-closure,
+found breadth first, with an explicit bound on its size); it accepts when any member does.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Hashable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from pdanet.automata.alphabet import BOTTOM, EPSILON, Alphabet
+from pdanet.automata.base import BatchTrace, Machine
+from pdanet.errors import (
+    AutomatonError,
+    CompileError,
+    DeterminismError,
+    EpsilonLoopError,
+    InputError,
+    SearchBoundError,
+)
+
+ACCEPTANCE_MODES = ("final_state", "empty_stack")
+STACK_OPS = ("noop", "push", "pop", "replace")
+
+
+@dataclass(frozen=True)
+class PDAConfig:
+    """A pushdown configuration: ``state`` (None = dead/blocked) and ``stack``, a tuple written
+    bottom first with `BOTTOM` at index 0 (empty for the dead configuration)."""
+
+    state: Hashable | None
+    stack: tuple = (BOTTOM,)
+
+    @property
+    def depth(self) -> int:
+        """Symbols above `BOTTOM` (-1 for the dead configuration)."""
+        return len(self.stack) - 1
+
+    @property
+    def top(self) -> Hashable | None:
+        return self.stack[-1] if self.stack else None
+
+    @property
+    def dead(self) -> bool:
+        return self.state is None
+
+
+DEAD = PDAConfig(None, ())
+
+
+@dataclass(frozen=True)
+class AuxState:
+    """A fresh intermediate state made by `normal_form` for the ``index``-th extra push of the
+    transition ``origin`` = (q, a, X). It cannot collide with a user state."""
+
+    origin: tuple
+    index: int
+
+    def __repr__(self) -> str:
+        q, a, x = self.origin
+        return f"⟨{q!r},{a},{x}⟩#{self.index}"
+
+
+# --- helpers ------------------------------------------------------------------------------------
+def stack_op(top: Hashable, gamma: tuple) -> tuple[str, Hashable | None]:
+    """Classify replacing ``top`` by ``gamma`` as ("noop", None), ("push", Y) for ``(Y, top)``,
+    ("pop", None) for ``()`` or ("replace", Y) for ``(Y,)`` with ``Y != top``; AutomatonError for a
+    longer ``gamma`` (split it with `normal_form`)."""
+    gamma = tuple(gamma)
+    if len(gamma) == 0:
+        return ("pop", None)
+    if len(gamma) == 1:
+        return ("noop", None) if gamma[0] == top else ("replace", gamma[0])
+    if len(gamma) == 2 and gamma[1] == top:
+        return ("push", gamma[0])
+    raise AutomatonError(
+        f"replacing {top!r} by {gamma!r} is not one of noop / push Y / pop / replace with Y; "
+        "call `.normal_form()` to split it into single operations"
+    )
+
+
+def _states_index(states: Iterable[Hashable]) -> tuple[tuple, dict]:
+    states = tuple(states)
+    index: dict = {}
+    for i, q in enumerate(states):
+        try:
+            hash(q)
+        except TypeError as exc:
+            raise AutomatonError(f"state {q!r} is not hashable") from exc
+        if q is None:
+            raise AutomatonError("None cannot be a state (it marks the dead configuration)")
+        if q in index:
+            raise AutomatonError(f"state {q!r} is declared twice")
+        index[q] = i
+    return states, index
+
+
+def normalise_gamma(gamma: Any, stack_alphabet: Alphabet, where: str) -> tuple:
+    """The pushed string as a tuple of stack symbols (X1 on top). Accepts a tuple or list, `EPSILON`
+    or "" for the empty string, a single stack symbol (or `BOTTOM`), or a str of one-character stack
+    symbols."""
+    if gamma is EPSILON or gamma == "" or gamma is None:
+        return ()
+    if gamma is BOTTOM:
+        return (BOTTOM,)
+    if isinstance(gamma, (tuple, list)):
+        out = tuple(gamma)
+    elif gamma in stack_alphabet:
+        out = (gamma,)
+    elif isinstance(gamma, str) and stack_alphabet.single_char:
+        out = tuple(gamma)
+    else:
+        raise AutomatonError(
+            f"{where}: pushed string {gamma!r} is neither a tuple of stack symbols nor a stack "
+            f"symbol of {stack_alphabet!r}"
+        )
+    for s in out:
+        if s is EPSILON:
+            raise AutomatonError(f"{where}: ε cannot be pushed; write () to pop")
+        if s is not BOTTOM and s not in stack_alphabet:
+            raise AutomatonError(
+                f"{where}: pushes {s!r}, which is not in the stack alphabet {stack_alphabet!r}"
+            )
+    return out
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """Validated common parts of a pushdown machine."""
+
+    states: tuple
+    index: dict
+    alphabet: Alphabet
+    stack_alphabet: Alphabet
+    start: Hashable
+    accepting: frozenset
+
+
+def _validate_common(states, input_alphabet, stack_alphabet, start, accepting) -> _Spec:
+    states, index = _states_index(states)
+    alphabet = Alphabet.of(input_alphabet)
+    stack_alphabet = Alphabet.of(stack_alphabet)
+    if start not in index:
+        raise AutomatonError(
+            f"start state {start!r} is not among the declared states; add it to `states`"
+        )
+    acc = frozenset(accepting)
+    for q in acc:
+        if q not in index:
+            raise AutomatonError(f"accepting state {q!r} is not among the declared states")
+    return _Spec(states, index, alphabet, stack_alphabet, start, acc)
+
+
+def _check_key(key: Any, spec: _Spec) -> tuple:
+    if not (isinstance(key, tuple) and len(key) == 3):
+        raise AutomatonError(
+            f"transition key {key!r} must be a triple (state, input symbol or EPSILON, stack top)"
+        )
+    q, a, x = key
+    if q not in spec.index:
+        raise AutomatonError(
+            f"transition {key!r} leaves undeclared state {q!r}; add it to `states`"
+        )
+    if a is not EPSILON and a not in spec.alphabet:
+        raise AutomatonError(
+            f"transition {key!r} reads {a!r}, which is neither EPSILON nor in the input alphabet "
+            f"{spec.alphabet!r}"
+        )
+    if x is not BOTTOM and x not in spec.stack_alphabet:
+        raise AutomatonError(
+            f"transition {key!r} expects top {x!r}, which is neither BOTTOM nor in the stack "
+            f"alphabet {spec.stack_alphabet!r}"
+        )
+    return key
+
+
+def _check_move(key: tuple, q2: Any, gamma: Any, spec: _Spec) -> tuple:
+    """Validate the target state and pushed string of transition ``key``; returns (q2, gamma)."""
+    where = f"transition {key!r}"
+    if q2 not in spec.index:
+        raise AutomatonError(f"{where} goes to undeclared state {q2!r}; add it to `states`")
+    gamma = normalise_gamma(gamma, spec.stack_alphabet, where)
+    x = key[2]
+    if x is BOTTOM:
+        if not gamma or gamma[-1] is not BOTTOM:
+            raise AutomatonError(
+                f"{where} reads BOTTOM but does not re-push it: end its pushed string with BOTTOM "
+                f"(e.g. (Y, BOTTOM) to push Y, (BOTTOM,) to leave the stack alone)"
+            )
+        if any(s is BOTTOM for s in gamma[:-1]):
+            raise AutomatonError(
+                f"{where} pushes BOTTOM above other symbols; BOTTOM stays at the bottom"
+            )
+    elif any(s is BOTTOM for s in gamma):
+        raise AutomatonError(
+            f"{where} pushes BOTTOM but its top is {x!r}: BOTTOM may only be re-pushed by a "
+            "transition that reads it"
+        )
+    return q2, gamma
+
+
+def enterable_nodes(start: Hashable, moves: Iterable[tuple[tuple, Hashable, tuple]]) -> set:
+    """An over-approximation of the (state, top) pairs that some run can reach, from
+    ``moves`` = (key, q2, gamma) triples: start from (start, BOTTOM); a move from a reached
+    (q, X) reaches (q2, Y1) when it pushes Y1…Yn, and (q2, Y) for every symbol Y pushed anywhere
+    so far when it pops."""
+    by_node: dict = {}
+    for (q, _, x), q2, gamma in moves:
+        by_node.setdefault((q, x), []).append((q2, gamma))
+    nodes = {(start, BOTTOM)}
+    pushed = {BOTTOM}
+    popped_into: set = set()
+    changed = True
+    while changed:
+        changed = False
+        for node in list(nodes):
+            for q2, gamma in by_node.get(node, ()):
+                new_syms = set(gamma) - pushed
+                if new_syms:
+                    pushed |= new_syms
+                    changed = True
+                if gamma:
+                    if (q2, gamma[0]) not in nodes:
+                        nodes.add((q2, gamma[0]))
+                        changed = True
+                elif q2 not in popped_into:
+                    popped_into.add(q2)
+                    changed = True
+        for q2 in popped_into:
+            for y in pushed:
+                if (q2, y) not in nodes:
+                    nodes.add((q2, y))
+                    changed = True
+    return nodes
+
+
+def find_epsilon_loops(
+    eps_moves: Mapping[tuple, Iterable[tuple[Hashable, tuple]]],
+    enterable: set | None = None,
+) -> list[tuple]:
+    """ε-cycles of a pushdown machine, as tuples of (state, top) nodes (one tuple per strongly
+    connected component of the graph below that contains a cycle).
+
+    ``eps_moves`` maps (q, X) to the (q2, gamma) of its ε-transitions. The graph has an edge
+    (q, X) → (p, Y) when, from state q with X on top, ε-moves alone reach state p with Y on top
+    without ever going below the height where X was: the first move pushes gamma = Y1…Yn, and the
+    run is then at Yk after Y1…Y(k-1) have been popped by ε-runs (computed as a least fixpoint of
+    "pop summaries": the states in which an ε-run from (q, [X]) first empties its relative stack).
+    A cycle in this graph is an ε-run that repeats forever from any configuration with that state
+    and top; conversely every infinite ε-run passes a node of a cycle (at the points where its
+    height is the minimum of its future). Only components with a node in ``enterable`` (all, when
+    None) are reported; `enterable_nodes` over-approximates the reachable (state, top) pairs, so the
+    check is conservative (it may report a loop that no input reaches) but never misses one.
+    """
+    eps = {node: list(targets) for node, targets in eps_moves.items()}
+    pops: dict = {}
+    changed = True
+    while changed:  # least fixpoint of the pop summaries
+        changed = False
+        for node, targets in eps.items():
+            for q2, gamma in targets:
+                cur = {q2}
+                for y in gamma:
+                    cur = set().union(*(pops.get((p, y), ()) for p in cur)) if cur else set()
+                new = cur - pops.get(node, set())
+                if new:
+                    pops.setdefault(node, set()).update(new)
+                    changed = True
+    succ: dict = {}
+    for node, targets in eps.items():
+        for q2, gamma in targets:
+            cur = {q2}
+            for y in gamma:
+                for p in cur:
+                    succ.setdefault(node, set()).add((p, y))
+                cur = set().union(*(pops.get((p, y), ()) for p in cur)) if cur else set()
+    return [
+        comp
+        for comp in _cyclic_components(succ)
+        if enterable is None or any(node in enterable for node in comp)
+    ]
+
+
+def _cyclic_components(succ: Mapping[Any, set]) -> list[tuple]:
+    """Strongly connected components with at least one cycle (Tarjan, iterative)."""
+    index: dict = {}
+    low: dict = {}
+    on_stack: set = set()
+    stack: list = []
+    comps: list[tuple] = []
+    counter = 0
+    for root in list(succ):
+        if root in index:
+            continue
+        work = [(root, iter(succ.get(root, ())))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, it = work[-1]
+            advanced = False
+            for w in it:
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(succ.get(w, ()))))
+                    advanced = True
+                    break
+                if w in on_stack:
+                    low[v] = min(low[v], index[w])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1 or v in succ.get(v, ()):
+                    comps.append(tuple(sorted(comp, key=repr)))
+    return comps
+
+
+# --- the deterministic core shared by DPDA and DPDT --------------------------------------------
+class DeterministicPushdown(Machine):
+    """Validation, simulation and normal form shared by `DPDA` and `DPDT`.
+
+    Internally a transition is ``(q, a, X) -> (q2, out, gamma)`` with ``out`` a tuple of output
+    symbols (always () for a DPDA).
+    """
+
+    _trans: dict
+
+    # --- construction ---------------------------------------------------------------------------
+    def _setup(self, spec: _Spec, trans: dict, name: str | None) -> None:
+        self.states = spec.states
+        self._state_index = spec.index
+        self.alphabet = spec.alphabet
+        self.stack_alphabet = spec.stack_alphabet
+        self.start = spec.start
+        self.accepting = spec.accepting
+        self.name = name
+        self._spec = spec
+        self._trans = trans
+        by_node: dict = {}
+        for key in trans:
+            q, _, x = key
+            by_node.setdefault((q, x), []).append(key)
+        for (q, x), keys in by_node.items():
+            eps = [k for k in keys if k[1] is EPSILON]
+            reads = [k for k in keys if k[1] is not EPSILON]
+            if eps and reads:
+                raise DeterminismError(
+                    f"transitions {eps[0]!r} and {reads[0]!r} can both fire in state {q!r} with "
+                    f"top {x!r}: a deterministic machine may have an ε-transition on (state, top) "
+                    "only when it has no input transition there; use PDA for nondeterminism"
+                )
+        loops = self.epsilon_loops()
+        if loops:
+            cyc = loops[0]
+            shown = ", ".join(f"({q!r}, ε, {x!r}) → ({self._trans[(q, EPSILON, x)][0]!r}, "
+                              f"{self._trans[(q, EPSILON, x)][2]!r})" for q, x in cyc[:6])
+            raise EpsilonLoopError(
+                f"the ε-transitions {shown}{' …' if len(cyc) > 6 else ''} form a cycle that never "
+                "consumes input and never shrinks the stack below where it started; break the "
+                "cycle (e.g. make one of them read an input symbol)"
+            )
+
+    def _parse_deterministic(self, spec: _Spec, transitions: Mapping, with_output) -> dict:
+        trans: dict = {}
+        for key, value in dict(transitions).items():
+            key = _check_key(key, spec)
+            if isinstance(value, (set, frozenset, list)):
+                options = list(value)
+                if len(options) != 1:
+                    raise DeterminismError(
+                        f"transition {key!r} has {len(options)} targets {value!r}: a deterministic "
+                        "machine has one; use PDA for a nondeterministic machine"
+                    )
+                value = options[0]
+            trans[key] = with_output(key, value)
+        return trans
+
+    # --- identity -------------------------------------------------------------------------------
+    def _key_extra(self) -> tuple:
+        return ()
+
+    @cached_property
+    def _key(self) -> tuple:
+        return (
+            type(self).__name__,
+            self.states,
+            self.alphabet,
+            self.stack_alphabet,
+            frozenset(self._trans.items()),
+            self.start,
+            self.accepting,
+        ) + self._key_extra()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DeterministicPushdown) and self._key == other._key
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    def __repr__(self) -> str:
+        label = f" {self.name!r}" if self.name else ""
+        return (f"<{type(self).__name__}{label}: {len(self.states)} states, {len(self.alphabet)} "
+                f"input symbols, {len(self.stack_alphabet)} stack symbols, "
+                f"{len(self._trans)} transitions>")
+
+    # --- structure ------------------------------------------------------------------------------
+    @property
+    def input_alphabet(self) -> Alphabet:
+        return self.alphabet
+
+    @property
+    def num_states(self) -> int:
+        return len(self.states)
+
+    def state_index(self, q: Hashable) -> int:
+        try:
+            return self._state_index[q]
+        except KeyError:
+            raise AutomatonError(f"{q!r} is not a state of {self!r}") from None
+
+    @property
+    def is_realtime(self) -> bool:
+        """True when no transition is an ε-move (one input symbol per move)."""
+        return all(key[1] is not EPSILON for key in self._trans)
+
+    @property
+    def is_normal(self) -> bool:
+        """True when every transition is noop, push Y, pop or replace with Y."""
+        try:
+            for key in self._trans:
+                self.op(key)
+        except AutomatonError:
+            return False
+        return True
+
+    def op(self, transition: tuple) -> tuple[str, Hashable | None]:
+        """The stack operation of a transition (given by its key (q, a, X), or a (key, value) pair):
+        ("noop", None), ("push", Y), ("pop", None) or ("replace", Y); AutomatonError when its
+        pushed string is longer (see `normal_form`)."""
+        key = transition
+        if (isinstance(transition, tuple) and len(transition) == 2
+                and isinstance(transition[0], tuple) and len(transition[0]) == 3):
+            key = transition[0]
+        if key not in self._trans:
+            raise AutomatonError(f"{key!r} is not a transition of {self!r}")
+        return stack_op(key[2], self._trans[key][2])
+
+    @cached_property
+    def pushable(self) -> frozenset:
+        """Stack symbols pushed by some transition."""
+        return frozenset(s for (_, _, g) in self._trans.values() for s in g if s is not BOTTOM)
+
+    def epsilon_loops(self) -> list[tuple]:
+        """ε-cycles that can be entered (see `find_epsilon_loops`); empty for every machine that
+        constructed successfully, since construction raises EpsilonLoopError otherwise."""
+        eps: dict = {}
+        for (q, a, x), (q2, _, g) in self._trans.items():
+            if a is EPSILON:
+                eps.setdefault((q, x), []).append((q2, g))
+        moves = ((k, q2, g) for k, (q2, _, g) in self._trans.items())
+        enterable = enterable_nodes(self.start, moves)
+        return find_epsilon_loops(eps, enterable)
+
+    # --- the protocol ---------------------------------------------------------------------------
+    def _make_config(self, state, stack, emitted: tuple) -> PDAConfig:
+        return PDAConfig(state, stack)
+
+    def dead_config(self) -> PDAConfig:
+        return self._make_config(None, (), ())
+
+    def _move(self, state, stack: tuple, a) -> tuple | None:
+        move = self._trans.get((state, a, stack[-1]))
+        if move is None:
+            return None
+        q2, out, gamma = move
+        return q2, stack[:-1] + gamma[::-1], out
+
+    def _closure(self, state, stack: tuple, out: tuple) -> tuple:
+        """Follow ε-moves while one applies (finite: ε-loops are rejected at construction)."""
+        while True:
+            nxt = self._move(state, stack, EPSILON)
+            if nxt is None:
+                return state, stack, out
+            state, stack, more = nxt
+            out = out + more
+
+    def initial(self) -> PDAConfig:
+        state, stack, out = self._closure(self.start, (BOTTOM,), ())
+        return self._make_config(state, stack, out)
+
+    def step(self, config: PDAConfig, symbol: Hashable) -> PDAConfig:
+        """Read one symbol, then follow ε-moves to the closure end; dead when no move applies."""
+        if symbol not in self.alphabet:
+            self.alphabet.index(symbol)  # InputError naming the symbol
+        if config.state is None:
+            return self.dead_config()
+        nxt = self._move(config.state, config.stack, symbol)
+        if nxt is None:
+            return self.dead_config()
+        return self._make_config(*self._closure(*nxt))
+
+    def is_dead(self, config: PDAConfig) -> bool:
+        return config.state is None
+
+    def depth_profile(self, string: str | Sequence[Hashable]) -> list[int | None]:
+        """Stack depth (symbols above BOTTOM) after each prefix, the empty one first; None once
+        dead."""
+        return [None if s.config.state is None else s.config.depth for s in self.iter_trace(string)]
+
+    # --- normal form ----------------------------------------------------------------------------
+    def _rebuild(self, states: tuple, trans: dict) -> "DeterministicPushdown":
+        raise NotImplementedError
+
+    def normal_form(self) -> "DeterministicPushdown":
+        """An equivalent machine whose every transition is noop, push Y (gamma = (Y, X)), pop
+        (gamma = ()) or replace with Y (gamma = (Y,)).
+
+        A longer gamma = Y1…Yn replacing X is split: the original move does push Y(n-1) when
+        Yn = X (else replace X with Yn) and goes to a fresh `AuxState`; a chain of ε-moves through
+        fresh states pushes the remaining symbols bottom-up, ending in the original target. The
+        output (for a transducer) stays on the first move. Moves with n ≤ 1, or n = 2 with
+        Y2 = X, are kept, so a machine that only pushes one symbol at a time stays real-time; any
+        split adds ε-moves and makes the machine non-real-time. Fresh states are not accepting and
+        never end an ε-closure, so the configurations after each prefix (and the language, and the
+        output per step) are unchanged apart from the new states.
+        """
+        states = list(self.states)
+        trans: dict = {}
+        for key, (q2, out, gamma) in self._trans.items():
+            x = key[2]
+            n = len(gamma)
+            if n <= 1 or (n == 2 and gamma[1] == x):
+                trans[key] = (q2, out, gamma)
+                continue
+            if gamma[-1] == x:
+                first, top, rest = (gamma[-2], x), gamma[-2], gamma[:-2]
+            else:
+                first, top, rest = (gamma[-1],), gamma[-1], gamma[:-1]
+            aux = [AuxState(key, i) for i in range(len(rest))]
+            states.extend(aux)
+            trans[key] = (aux[0], out, first)
+            for i, y in enumerate(reversed(rest)):
+                target = aux[i + 1] if i + 1 < len(aux) else q2
+                trans[(aux[i], EPSILON, top)] = (target, (), (y, top))
+                top = y
+        return self._rebuild(tuple(states), trans)
+
+    # --- batched simulation ---------------------------------------------------------------------
+    @property
+    def bottom_code(self) -> int:
+        """The code of BOTTOM in the ``stack``/``top`` fields: len(stack_alphabet)."""
+        return len(self.stack_alphabet)
+
+    def stack_code(self, symbol: Hashable) -> int:
+        return self.bottom_code if symbol is BOTTOM else self.stack_alphabet.index(symbol)
+
+    @cached_property
+    def _tables(self) -> dict:
+        """Dense lookup tables indexed by (state, input symbol or ε = |Σ|, top code)."""
+        n, k, g = len(self.states), len(self.alphabet), len(self.stack_alphabet) + 1
+        L = max((len(v[2]) for v in self._trans.values()), default=0)
+        W = max((len(v[1]) for v in self._trans.values()), default=0)
+        nxt = np.full((n, k + 1, g), -1, dtype=np.int64)
+        glen = np.zeros((n, k + 1, g), dtype=np.int64)
+        gsym = np.full((n, k + 1, g, max(L, 1)), -1, dtype=np.int64)
+        olen = np.zeros((n, k + 1, g), dtype=np.int64)
+        osym = np.full((n, k + 1, g, max(W, 1)), -1, dtype=np.int64)
+        out_alpha = getattr(self, "output_alphabet", None)
+        for (q, a, x), (q2, out, gamma) in self._trans.items():
+            i = (self._state_index[q], k if a is EPSILON else self.alphabet.index(a),
+                 self.stack_code(x))
+            nxt[i] = self._state_index[q2]
+            glen[i] = len(gamma)
+            gsym[i][: len(gamma)] = [self.stack_code(s) for s in gamma[::-1]]  # bottom first
+            olen[i] = len(out)
+            if out:
+                osym[i][: len(out)] = [out_alpha.index(y) for y in out]
+        for arr in (nxt, glen, gsym, olen, osym):
+            arr.setflags(write=False)
+        return {"next": nxt, "glen": glen, "gsym": gsym, "olen": olen, "osym": osym, "L": L,
+                "W": W, "eps": k}
+
+    def _simulate(self, ids: np.ndarray, lengths: np.ndarray) -> dict:
+        """Vectorised over the batch: the stack is an int array (B, capacity) with a top-index
+        pointer per row; the loop runs over time and, within a time step, over ε-closure rounds
+        (each round moves every row that still has an ε-move). Returns per-time arrays."""
+        tab = self._tables
+        nxt, glen, gsym = tab["next"], tab["glen"], tab["gsym"]
+        olen, osym = tab["olen"], tab["osym"]
+        B, T = ids.shape
+        Lmax = max(tab["L"], 1)
+        Wmax = max(tab["W"], 1)
+        cap = 4
+        stack = np.full((B, cap), -1, dtype=np.int64)
+        stack[:, 0] = self.bottom_code
+        h = np.zeros(B, dtype=np.int64)  # index of the top cell (= depth); -1 dead
+        q = np.full(B, self._state_index[self.start], dtype=np.int64)
+        ecap = 1
+        emit = np.full((B, ecap), -1, dtype=np.int64)
+        ecount = np.zeros(B, dtype=np.int64)
+        rows_all = np.arange(B)
+        cols_push = np.arange(Lmax)
+        cols_out = np.arange(Wmax)
+        # a generous safety bound on ε-rounds per step (ε-loops are excluded at construction)
+        round_cap_base = 4 * (len(self.states) + 1) * (len(self.stack_alphabet) + 2) ** 2
+
+        def apply(rows: np.ndarray, sym: np.ndarray) -> None:
+            nonlocal stack, cap, emit, ecap
+            top = stack[rows, h[rows]]
+            idx = (q[rows], sym, top)
+            q2 = nxt[idx]
+            blocked = rows[q2 < 0]
+            if blocked.size:
+                q[blocked] = -1
+                h[blocked] = -1
+                stack[blocked] = -1
+            ok = q2 >= 0
+            r = rows[ok]
+            if r.size == 0:
+                return
+            idx = tuple(a[ok] for a in idx)
+            n_push = glen[idx]
+            old_h = h[r]
+            new_h = old_h - 1 + n_push
+            need = int(new_h.max(initial=0)) + 1
+            if need > cap:
+                grow = max(need, 2 * cap) - cap
+                stack = np.concatenate([stack, np.full((B, grow), -1, dtype=np.int64)], axis=1)
+                cap += grow
+            pos = old_h[:, None] + cols_push[None, :]
+            valid = cols_push[None, :] < n_push[:, None]
+            rr = np.broadcast_to(r[:, None], pos.shape)
+            stack[rr[valid], pos[valid]] = gsym[idx][valid]
+            # clear the cells above the new top (vectorised over the rows' stack cells)
+            sub = stack[r]
+            sub[np.arange(cap)[None, :] > new_h[:, None]] = -1
+            stack[r] = sub
+            h[r] = new_h
+            q[r] = q2[ok]
+            n_out = olen[idx]
+            if n_out.any():
+                need_e = int((ecount[r] + n_out).max())
+                if need_e > ecap:
+                    grow = max(need_e, 2 * ecap) - ecap
+                    emit = np.concatenate([emit, np.full((B, grow), -1, dtype=np.int64)], axis=1)
+                    ecap += grow
+                epos = ecount[r][:, None] + cols_out[None, :]
+                evalid = cols_out[None, :] < n_out[:, None]
+                er = np.broadcast_to(r[:, None], epos.shape)
+                emit[er[evalid], epos[evalid]] = osym[idx][evalid]
+                ecount[r] += n_out
+
+        def closure(active: np.ndarray) -> None:
+            rounds = 0
+            limit = round_cap_base * (int(h.max(initial=0)) + 2)
+            while True:
+                live = active & (q >= 0)
+                r = rows_all[live]
+                if r.size == 0:
+                    return
+                has_eps = nxt[q[r], tab["eps"], stack[r, h[r]]] >= 0
+                r = r[has_eps]
+                if r.size == 0:
+                    return
+                rounds += 1
+                if rounds > limit:
+                    raise EpsilonLoopError(
+                        f"ε-closure of batch row {int(r[0])} did not end after {limit} moves"
+                    )
+                apply(r, np.full(r.size, tab["eps"], dtype=np.int64))
+
+        hist_stack, hist_q, hist_h, hist_emit, hist_ecount = [], [], [], [], []
+
+        def record() -> None:
+            hist_stack.append(stack.copy())
+            hist_q.append(q.copy())
+            hist_h.append(h.copy())
+            hist_emit.append(emit.copy())
+            hist_ecount.append(ecount.copy())
+
+        closure(np.ones(B, dtype=bool))
+        record()
+        for t in range(T):
+            active = (t < lengths) & (q >= 0)
+            emit[active] = -1
+            ecount[active] = 0
+            r = rows_all[active]
+            if r.size:
+                apply(r, ids[r, t])
+            closure(active)
+            record()
+        D = max(int(max((hh.max(initial=0) for hh in hist_h), default=0)) + 1, 1)
+        stacks = np.full((B, T + 1, D), -1, dtype=np.int64)
+        for t, s in enumerate(hist_stack):
+            w = min(D, s.shape[1])
+            stacks[:, t, :w] = s[:, :w]
+        W = max(int(max((e.max(initial=0) for e in hist_ecount), default=0)), 1)
+        emits = np.full((B, T + 1, W), -1, dtype=np.int64)
+        for t, e in enumerate(hist_emit):
+            w = min(W, e.shape[1])
+            emits[:, t, :w] = e[:, :w]
+        state = np.stack(hist_q, axis=1)
+        depth = np.stack(hist_h, axis=1)
+        top = np.where(depth >= 0, np.take_along_axis(
+            stacks, np.maximum(depth, 0)[..., None], axis=2)[..., 0], -1)
+        return {"state": state, "stack": stacks, "depth": depth, "top": top, "emitted": emits,
+                "emitted_count": np.stack(hist_ecount, axis=1)}
+
+    # --- depth bounds ---------------------------------------------------------------------------
+    def bounded(self, m: int):
+        """The machine restricted to stack depth ≤ m (a finite-state `BoundedPDA`)."""
+        from pdanet.automata.bounded import BoundedPDA
+
+        return BoundedPDA(self, m)
+
+
+class DPDA(DeterministicPushdown):
+    """A deterministic pushdown automaton (immutable, validated; see the module docstring).
+
+    Determinism: for each (state, top) there is either one ε-transition and no input transition, or
+    at most one transition per input symbol (DeterminismError names the clash). Undeclared states
+    or symbols and a missing start state raise AutomatonError; an ε-cycle that can be entered raises
+    EpsilonLoopError (see `find_epsilon_loops`). ``acceptance`` is "final_state" (the closure-end
+    state is in ``accepting``) or "empty_stack" (only BOTTOM is left; ``accepting`` must be empty).
+    """
+
+    output_kind = "accept"
+    output_alphabet = None
+
+    def __init__(
+        self,
+        states: Iterable[Hashable],
+        input_alphabet: Alphabet | Iterable[Hashable] | str,
+        stack_alphabet: Alphabet | Iterable[Hashable] | str,
+        transitions: Mapping[tuple, Any],
+        start: Hashable,
+        accepting: Iterable[Hashable] = (),
+        acceptance: str = "final_state",
+        name: str | None = None,
+    ):
+        spec = _validate_common(states, input_alphabet, stack_alphabet, start, accepting)
+        if acceptance not in ACCEPTANCE_MODES:
+            raise AutomatonError(
+                f"acceptance {acceptance!r} is not one of {ACCEPTANCE_MODES}"
+            )
+        if acceptance == "empty_stack" and spec.accepting:
+            raise AutomatonError(
+                "accepting states are meaningless under acceptance='empty_stack'; drop "
+                "`accepting` or use acceptance='final_state'"
+            )
+        self.acceptance = acceptance
+
+        def parse(key, value):
+            if not (isinstance(value, tuple) and len(value) == 2):
+                raise AutomatonError(
+                    f"transition {key!r} must map to a pair (next state, pushed string), "
+                    f"got {value!r}"
+                )
+            q2, gamma = _check_move(key, value[0], value[1], spec)
+            return (q2, (), gamma)
+
+        trans = self._parse_deterministic(spec, transitions, parse)
+        self._setup(spec, trans, name)
+
+    def _key_extra(self) -> tuple:
+        return (self.acceptance,)
+
+    @property
+    def transitions(self) -> dict:
+        """{(q, a, X): (q2, gamma)} with gamma normalised to a tuple."""
+        return {k: (q2, g) for k, (q2, _, g) in self._trans.items()}
+
+    def _rebuild(self, states: tuple, trans: dict) -> "DPDA":
+        return DPDA(states, self.alphabet, self.stack_alphabet,
+                    {k: (q2, g) for k, (q2, _, g) in trans.items()}, self.start, self.accepting,
+                    self.acceptance, self.name)
+
+    def output(self, config: PDAConfig) -> bool:
+        if config.state is None:
+            return False
+        if self.acceptance == "final_state":
+            return config.state in self.accepting
+        return config.stack == (BOTTOM,)
+
+    @cached_property
+    def accepting_mask(self) -> np.ndarray:
+        mask = np.zeros(len(self.states), dtype=bool)
+        for q in self.accepting:
+            mask[self._state_index[q]] = True
+        return mask
+
+    def accept_array(self, state: np.ndarray, depth: np.ndarray) -> np.ndarray:
+        """The ``output`` field from ``state`` and ``depth`` arrays."""
+        if self.acceptance == "final_state":
+            return (state >= 0) & self.accepting_mask[np.maximum(state, 0)]
+        return (state >= 0) & (depth == 0)
+
+    def run_batch(self, ids: np.ndarray, lengths: np.ndarray | None = None) -> BatchTrace:
+        """Vectorised simulation. Fields (B, T+1, …): ``state`` (index into ``states``, -1 dead),
+        ``stack`` (B, T+1, Dmax): codes bottom first — index into ``stack_alphabet``, BOTTOM =
+        len(stack_alphabet) at position 0 — with -1 above the top and everywhere once dead;
+        ``depth`` (symbols above BOTTOM, -1 dead), ``top`` (code of the top, -1 dead) and
+        ``output`` (bool, accepted)."""
+        ids, lengths = self.check_ids(ids, lengths)
+        sim = self._simulate(ids, lengths)
+        fields = {k: sim[k] for k in ("state", "stack", "depth", "top")}
+        fields["output"] = self.accept_array(sim["state"], sim["depth"])
+        return BatchTrace(lengths, fields)
+
+
+# --- nondeterministic PDA -------------------------------------------------------------------------
+class PDA(Machine):
+    """A nondeterministic pushdown automaton, simulated breadth first over configuration sets.
+
+    ``transitions`` maps (q, a or EPSILON, X) to a set or list of (q2, gamma) moves (a tuple is one
+    move). The configuration after a prefix is a frozenset of `PDAConfig` (the whole ε-closure, see
+    the module docstring); ``run`` returns it and ``accepts`` asks whether any member accepts. Each
+    ε-closure is explored breadth first and may hold at most ``max_configs`` configurations: going
+    past it raises SearchBoundError (an ε-cycle that pushes makes the closure infinite).
+    """
+
+    output_kind = "accept"
+    output_alphabet = None
+
+    def __init__(
+        self,
+        states: Iterable[Hashable],
+        input_alphabet: Alphabet | Iterable[Hashable] | str,
+        stack_alphabet: Alphabet | Iterable[Hashable] | str,
+        transitions: Mapping[tuple, Any],
+        start: Hashable,
+        accepting: Iterable[Hashable] = (),
+        acceptance: str = "final_state",
+        name: str | None = None,
+        max_configs: int = 100_000,
+    ):
+        spec = _validate_common(states, input_alphabet, stack_alphabet, start, accepting)
+        if acceptance not in ACCEPTANCE_MODES:
+            raise AutomatonError(f"acceptance {acceptance!r} is not one of {ACCEPTANCE_MODES}")
+        if acceptance == "empty_stack" and spec.accepting:
+            raise AutomatonError(
+                "accepting states are meaningless under acceptance='empty_stack'; drop "
+                "`accepting` or use acceptance='final_state'"
+            )
+        if not isinstance(max_configs, (int, np.integer)) or isinstance(max_configs, bool) \
+                or max_configs < 1:
+            raise InputError(f"max_configs must be a positive integer, got {max_configs!r}")
+        trans: dict = {}
+        for key, value in dict(transitions).items():
+            key = _check_key(key, spec)
+            options = list(value) if isinstance(value, (set, frozenset, list)) else [value]
+            moves = set()
+            for opt in options:
+                if not (isinstance(opt, tuple) and len(opt) == 2):
+                    raise AutomatonError(
+                        f"transition {key!r}: each move must be a pair (next state, pushed "
+                        f"string), got {opt!r}"
+                    )
+                moves.add(_check_move(key, opt[0], opt[1], spec))
+            if moves:
+                trans[key] = frozenset(moves)
+        self.states = spec.states
+        self._state_index = spec.index
+        self.alphabet = spec.alphabet
+        self.stack_alphabet = spec.stack_alphabet
+        self.start = spec.start
+        self.accepting = spec.accepting
+        self.acceptance = acceptance
+        self.name = name
+        self.max_configs = int(max_configs)
+        self.transitions = trans
+
+    @property
+    def input_alphabet(self) -> Alphabet:
+        return self.alphabet
+
+    @cached_property
+    def _key(self) -> tuple:
+        return ("PDA", self.states, self.alphabet, self.stack_alphabet,
+                frozenset(self.transitions.items()), self.start, self.accepting, self.acceptance)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PDA) and self._key == other._key
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    def __repr__(self) -> str:
+        label = f" {self.name!r}" if self.name else ""
+        return (f"<PDA{label}: {len(self.states)} states, {len(self.alphabet)} input symbols, "
+                f"{len(self.stack_alphabet)} stack symbols>")
+
+    @property
+    def is_realtime(self) -> bool:
+        return all(key[1] is not EPSILON for key in self.transitions)
+
+    @property
+    def is_deterministic(self) -> bool:
+        """True when the moves satisfy the DPDA determinism condition."""
+        nodes: dict = {}
+        for (q, a, x), moves in self.transitions.items():
+            if len(moves) > 1:
+                return False
+            nodes.setdefault((q, x), set()).add(a is EPSILON)
+        return all(len(kinds) == 1 for kinds in nodes.values())
+
+    def _moves(self, config: PDAConfig, a) -> Iterable[PDAConfig]:
+        stack = config.stack
+        for q2, gamma in self.transitions.get((config.state, a, stack[-1]), ()):
+            yield PDAConfig(q2, stack[:-1] + gamma[::-1])
+
+    def _closure(self, configs: Iterable[PDAConfig], where: str) -> frozenset:
+        seen = set(configs)
+        frontier = deque(seen)
+        while frontier:
+            c = frontier.popleft()
+            for c2 in self._moves(c, EPSILON):
+                if c2 not in seen:
+                    seen.add(c2)
+                    if len(seen) > self.max_configs:
+                        raise SearchBoundError(
+                            f"{where}: more than max_configs={self.max_configs} configurations "
+                            "(an ε-cycle that pushes makes this infinite); raise `max_configs` or "
+                            "remove the cycle"
+                        )
+                    frontier.append(c2)
+        return frozenset(seen)
+
+    def initial(self) -> frozenset:
+        return self._closure([PDAConfig(self.start, (BOTTOM,))], "the initial ε-closure")
+
+    def step(self, config: frozenset, symbol: Hashable) -> frozenset:
+        """All configurations reached by one move reading `symbol`, then their ε-closure."""
+        if symbol not in self.alphabet:
+            self.alphabet.index(symbol)
+        moved = {c2 for c in config for c2 in self._moves(c, symbol)}
+        if len(moved) > self.max_configs:
+            raise SearchBoundError(
+                f"reading {symbol!r}: more than max_configs={self.max_configs} configurations; "
+                "raise `max_configs`"
+            )
+        return self._closure(moved, f"the ε-closure after reading {symbol!r}")
+
+    def config_accepts(self, config: PDAConfig) -> bool:
+        if self.acceptance == "final_state":
+            return config.state in self.accepting
+        return config.stack == (BOTTOM,)
+
+    def output(self, config: frozenset) -> bool:
+        return any(self.config_accepts(c) for c in config)
+
+    def is_dead(self, config: frozenset) -> bool:
+        return not config
+
+    def run_batch(self, ids: np.ndarray, lengths: np.ndarray | None = None) -> BatchTrace:
+        """Fields ``output`` (bool, accepted) and ``num_configs`` (size of the configuration set).
+        The nondeterministic simulation works string by string (configuration sets do not fit a
+        fixed-width array)."""
+        ids, lengths = self.check_ids(ids, lengths)
+        B, T = ids.shape
+        out = np.zeros((B, T + 1), dtype=bool)
+        count = np.zeros((B, T + 1), dtype=np.int64)
+        for b in range(B):
+            c = self.initial()
+            out[b, 0], count[b, 0] = self.output(c), len(c)
+            for t in range(T):
+                if t < lengths[b]:
+                    c = self.step(c, self.alphabet.symbols[ids[b, t]])
+                out[b, t + 1], count[b, t + 1] = self.output(c), len(c)
+        return BatchTrace(lengths, {"output": out, "num_configs": count})
+
+    def bounded(self, m: int):
+        raise CompileError(
+            f"{self!r} is nondeterministic: a depth bound does not make it one finite-state "
+            "machine. Compile it to the nondeterministic stack target (DuSell & Chiang's NS-RNN), "
+            "or give an equivalent DPDA"
+        )
+
+
+__all__ = ["PDAConfig", "DPDA", "PDA", "AuxState", "DeterministicPushdown", "stack_op",
+           "find_epsilon_loops", "enterable_nodes", "normalise_gamma", "ACCEPTANCE_MODES",
+           "STACK_OPS", "DEAD"]
