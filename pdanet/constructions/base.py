@@ -75,7 +75,9 @@ class CompiledNetwork:
     (the abstraction map; the same field names as `Machine.run_batch`), and ``reader(logits)`` maps
     the readout logits to the machine's output format. ``bound`` is the unit count as a sympy
     expression of ``params``; ``margin`` is c in the readout guarantee (allowed logits ≥ β·c,
-    disallowed ≤ -β·c).
+    disallowed ≤ -β·c). ``encoder(fields)`` is the inverse direction, used by certification: the
+    ideal full recurrent state (…, S) of configurations given as machine fields at one time step
+    (for an LSTM, S = 2H: ``[h; c]``).
     """
 
     machine: Machine
@@ -90,6 +92,7 @@ class CompiledNetwork:
     decoder: Callable[[np.ndarray], dict[str, np.ndarray]]
     reader: Callable[[np.ndarray], np.ndarray]
     margin: sp.Rational = sp.Integer(1)
+    encoder: Callable[[Mapping[str, np.ndarray]], np.ndarray] | None = None
     steps_per_symbol: int = 1
     scale_argument: str = ""
     unit_labels: Sequence[str] = ()

@@ -1,0 +1,704 @@
+"""Exact recurrent networks for DFAs and Mealy machines.
+
+Four constructions, all real-time except ``compressed`` (two network steps per symbol):
+
+- ``elman/minsky`` (default for "elman"): Minsky (1967, ch. 3) — one tanh unit per pair
+  (state p, symbol a), on exactly when the last step read a in state p, plus a start unit.
+  Units: ``Q*S + 1``.
+- ``lstm/minsky`` (default for "lstm"): the same pairs, but the conjunction "in state p and
+  reading a" is a *product* of gates: the input gate opens on the symbol, the output gate on the
+  state. Units: ``Q*S + 1``.
+- ``second_order/omlin_giles`` (default): Omlin & Giles (1996), ``h_t = σ(β(W[x_t] h_{t-1} + b))``
+  with one unit per state (Mealy machines: one per reachable (state, last output) pair).
+  Units: ``Q`` (Mealy: ``M ≤ Q*(O+1)``).
+- ``elman/compressed``: a binary state code and a two-layer threshold lookup of the transition
+  table (in the spirit of Horne & Hush 1996), two network steps per symbol; about
+  ``2·sqrt(Q·S·F)`` units for F coded output functions (see `compile_compressed`).
+
+Common conventions. A partial DFA's implicit dead state is "no unit on" (Minsky, second order) or
+an explicit sink code (compressed); it decodes to state -1. Weights are integers times β (the
+saturation scale); β comes from a margin argument written into ``scale_argument``: if every unit
+is within ε of its ideal value, every pre-activation is within L·ε of an ideal value of magnitude
+≥ 1, where L is the largest L1 norm of a row's coefficients on the hidden units, so a large enough
+β restores ε. Readouts: acceptance (one logit, > 0 = accept), next_set (|Σ|+1 logits, > 0 =
+allowed), symbol (|Out|+1 logits, argmax, last = none); correct logits are ≥ β·margin and wrong
+ones ≤ -β·margin. Padding (-1) is read as symbol 0, so only steps up to each string's length mean
+anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import sympy as sp
+import torch
+
+from pdanet.automata.dfa import DFA
+from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact, register
+from pdanet.constructions.modules import RecurrentNet
+from pdanet.constructions.second_order import SecondOrderRNN
+from pdanet.errors import CompileError
+
+Q, S = sp.Symbol("Q"), sp.Symbol("S")
+DEFAULT_MAX_DENSE = 1 << 26  # entries of the largest dense weight block we agree to build
+DENSE_SECOND_ORDER = 1 << 22  # second order: dense W up to this many entries, sparse beyond
+
+
+# --- shared helpers ---------------------------------------------------------------------------
+
+
+def _check(machine: Any, target: str) -> DFA:
+    if not isinstance(machine, DFA):
+        raise CompileError(
+            f"the {target} DFA constructions need a pdanet DFA (deterministic, one target per "
+            f"transition), got {type(machine).__name__}; determinise an NFA first"
+        )
+    if machine.output_kind not in ("accept", "next_set", "symbol"):
+        raise CompileError(f"unknown output_kind {machine.output_kind!r} of {machine!r}")
+    return machine
+
+
+def _guard(entries: int, what: str, max_dense: int | None) -> None:
+    limit = DEFAULT_MAX_DENSE if max_dense is None else max_dense
+    if entries > limit:
+        raise CompileError(
+            f"{what} needs a dense block of {entries:,} weights (limit {limit:,}): use "
+            "target='second_order' (sparse, one unit per state) or method='compressed' for "
+            "target='elman', or raise the limit with max_dense=…"
+        )
+
+
+def reachable_states(dfa: DFA) -> np.ndarray:
+    """Boolean mask of the states reachable from the start (vectorised breadth-first search)."""
+    n = dfa.num_states
+    seen = np.zeros(n, dtype=bool)
+    frontier = np.array([dfa.state_index(dfa.start)])
+    seen[frontier] = True
+    table = dfa.table
+    while frontier.size:
+        nxt = table[frontier].ravel()
+        nxt = np.unique(nxt[nxt >= 0])
+        nxt = nxt[~seen[nxt]]
+        seen[nxt] = True
+        frontier = nxt
+    return seen
+
+
+def num_outputs(dfa: DFA) -> int:
+    """Readout width: 1 (accept), |Σ|+1 (next_set), |Out|+1 (symbol, last = none)."""
+    if dfa.output_kind == "accept":
+        return 1
+    if dfa.output_kind == "next_set":
+        return len(dfa.output_alphabet)
+    return len(dfa.output_alphabet) + 1
+
+
+def _readout_sets(dfa: DFA, tau: np.ndarray, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Which units vote for each logit: (member (O, N) bool, negated (O,) bool).
+
+    A unit u stands for "now in state tau[u] (-1 dead), the last output was out[u] (-1 none)".
+    Logit o is positive iff the (single) on unit is in member[o]; a negated logit is positive iff
+    no member unit is on (used for "none", which must also hold when every unit is off).
+    """
+    n = dfa.num_states
+    safe_tau = np.where(tau >= 0, tau, n)
+    if dfa.output_kind == "accept":
+        acc = np.append(dfa.accepting_mask, False)
+        return acc[safe_tau][None, :], np.zeros(1, dtype=bool)
+    if dfa.output_kind == "next_set":
+        return dfa.next_set_table[safe_tau].T.copy(), np.zeros(len(dfa.output_alphabet), bool)
+    k = len(dfa.output_alphabet)
+    member = np.zeros((k + 1, tau.shape[0]), dtype=bool)
+    has = out >= 0
+    member[out[has], np.nonzero(has)[0]] = True
+    member[k] = has
+    neg = np.zeros(k + 1, dtype=bool)
+    neg[k] = True
+    return member, neg
+
+
+@dataclass(frozen=True)
+class OutputReader:
+    """Logits → the machine's batch output format (see module docstring)."""
+
+    kind: str
+
+    def __call__(self, logits: np.ndarray) -> np.ndarray:
+        if self.kind == "accept":
+            return logits[..., 0] > 0
+        if self.kind == "next_set":
+            return logits > 0
+        idx = logits.argmax(axis=-1)
+        return np.where(idx == logits.shape[-1] - 1, -1, idx).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class ArgmaxDecoder:
+    """States → {"state": label of the most active unit, or -1 when none exceeds `threshold`}."""
+
+    labels: np.ndarray
+    threshold: float
+
+    def __call__(self, states: np.ndarray) -> dict[str, np.ndarray]:
+        idx = states.argmax(axis=-1)
+        top = np.take_along_axis(states, idx[..., None], axis=-1)[..., 0]
+        return {"state": np.where(top > self.threshold, self.labels[idx], -1).astype(np.int64)}
+
+
+def _identity_embedding(k: int) -> ExactWeight:
+    return ExactWeight(np.eye(k, dtype=np.int64), 1, scaled=False)
+
+
+def _scale(value: Any) -> sp.Rational:
+    return sp.nsimplify(value, rational=True)
+
+
+# --- Minsky pair units (Elman and LSTM) -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PairUnits:
+    """Unit 0 = start; unit 1 + i = pair (src[i], sym[i]). tau = state entered (-1 dead),
+    out = output emitted (-1 none), src = state read in (-1 for the start unit)."""
+
+    src: np.ndarray
+    sym: np.ndarray
+    tau: np.ndarray
+    out: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return int(self.tau.shape[0])
+
+
+def pair_units(dfa: DFA, reachable_only: bool) -> PairUnits:
+    n, k = dfa.table.shape
+    p, a = np.divmod(np.arange(n * k), k)
+    if reachable_only:
+        keep = reachable_states(dfa)[p]
+        p, a = p[keep], a[keep]
+    start = dfa.state_index(dfa.start)
+    tau = np.concatenate([[start], dfa.table[p, a]])
+    out = np.full(tau.shape, -1, dtype=np.int64)
+    if dfa.out_table is not None:
+        out[1:] = dfa.out_table[p, a]
+    return PairUnits(np.concatenate([[-1], p]), np.concatenate([[-1], a]), tau, out)
+
+
+def _pair_bound(dfa: DFA, units: PairUnits, reachable_only: bool):
+    n, k = dfa.table.shape
+    if reachable_only:
+        P = sp.Symbol("P")
+        return P + 1, {"P": units.size - 1, "Q": n, "S": k}
+    return Q * S + 1, {"Q": n, "S": k}
+
+
+def _in_matrix(units: PairUnits) -> np.ndarray:
+    """(N, N) int: entry (u, v) = 1 when unit v puts the machine in the state unit u reads in."""
+    return (units.tau[None, :] == units.src[:, None]).astype(np.int64) * (units.src[:, None] >= 0)
+
+
+@register(DFA, "elman", "minsky", default=True)
+def compile_minsky(machine: DFA, dtype: torch.dtype = torch.float32, scale: Any = None,
+                   reachable_only: bool = False, max_dense: int | None = None
+                   ) -> CompiledNetwork:
+    """Minsky's construction in a tanh ``nn.RNN`` (units ±1).
+
+    Unit (p, a) (Minsky 1967, §3.5: one McCulloch–Pitts cell per state × input) has pre-activation
+    ``β(Σ_{v: τ(v)=p} h_v + |In(p)| - 3 + 2[x=a])``; with h ∈ {±1} and at most one unit on, this is
+    ``β(2[state=p] + 2[x=a] - 3) ∈ β·{1, -1, -3}`` (the σ(z) = (1 + tanh(z/2))/2 image of the
+    threshold cell [state=p ∧ x=a]). The start unit is on only in ``h0``. With
+    ``reachable_only`` the pairs of unreachable states are dropped (bound ``P + 1``).
+    """
+    dfa = _check(machine, "elman")
+    n, k = dfa.table.shape
+    units = pair_units(dfa, reachable_only)
+    N = units.size
+    _guard(N * N, f"elman/minsky for {dfa!r} ({N:,} units)", max_dense)
+    W = _in_matrix(units)
+    indeg = W.sum(axis=1)
+    is_pair = units.src >= 0
+    bias = np.where(is_pair, indeg - 3, -1)
+    W_ih = np.zeros((N, k), dtype=np.int64)
+    W_ih[np.nonzero(is_pair)[0], units.sym[is_pair]] = 2
+    member, neg = _readout_sets(dfa, units.tau, units.out)
+    sign = np.where(neg, -1, 1)
+    R = member.astype(np.int64) * sign[:, None]
+    r = sign * (member.sum(axis=1) - 1)
+    L = int(max(indeg.max(initial=1), member.sum(axis=1).max(initial=1), 1))
+    beta_min = sp.log(4 * L - 1)
+    beta = _scale(scale) if scale is not None else sp.ceiling(beta_min)
+    h0 = -np.ones(N, dtype=np.int64)
+    h0[0] = 1
+    O = num_outputs(dfa)
+    weights = {
+        "h0": ExactWeight(h0, 1, scaled=False),
+        "embedding.weight": _identity_embedding(k),
+        "rnn.weight_ih_l0": ExactWeight(W_ih),
+        "rnn.weight_hh_l0": ExactWeight(W),
+        "rnn.bias_ih_l0": ExactWeight(np.zeros(N, dtype=np.int64)),
+        "rnn.bias_hh_l0": ExactWeight(bias.astype(np.int64)),
+        "readout.weight": ExactWeight(R),
+        "readout.bias": ExactWeight(r.astype(np.int64)),
+    }
+    module = load_exact(RecurrentNet("rnn", k, k, N, O), weights, beta, dtype)
+    bound, params = _pair_bound(dfa, units, reachable_only)
+    argument = (
+        f"Units are ±1. If each is within ε of ±1, every pre-activation (before β) is within L·ε "
+        f"of an odd integer, L = {L} (largest row L1 norm on h: in-degrees and readout sets). "
+        f"With ε = 1/(2L) its magnitude is ≥ 1/2, and tanh(β/2) ≥ 1 - ε iff β ≥ ln(4L - 1) "
+        f"= {float(beta_min):.4f}; so the ε-invariant holds at every step (h0 is exact) and every "
+        f"logit has the right sign with |logit| ≥ β/2. Chosen β = {beta}."
+    )
+    return CompiledNetwork(
+        machine=dfa, module=module, target="elman", method="minsky", hidden_units=N,
+        bound=bound, params=params, weights=weights, scale=beta,
+        decoder=ArgmaxDecoder(units.tau, 0.0), reader=OutputReader(dfa.output_kind),
+        margin=sp.Rational(1, 2), scale_argument=argument,
+        unit_labels=_pair_labels(dfa, units),
+        info={"reachable_pairs": int(reachable_states(dfa).sum()) * k, "minsky_bound": n * k + 1,
+              "L": L, "beta_min": beta_min},
+    )
+
+
+def _pair_labels(dfa: DFA, units: PairUnits) -> tuple[str, ...]:
+    if units.size > 10_000:
+        return ()
+    syms, states = dfa.alphabet.symbols, dfa.states
+    return ("start",) + tuple(
+        f"({states[p]!r},{syms[a]!r})" for p, a in zip(units.src[1:], units.sym[1:])
+    )
+
+
+@register(DFA, "lstm", "minsky", default=True)
+def compile_lstm(machine: DFA, dtype: torch.dtype = torch.float32, scale: Any = None,
+                 reachable_only: bool = False, max_dense: int | None = None) -> CompiledNetwork:
+    """Minsky's pairs in an ``nn.LSTM``, the conjunction done by gate products.
+
+    For pair unit u = (p, a), with gate order (i, f, g, o) and pre-activations before β:
+    ``i = σ(β(2[x=a] - 1))`` (opens on the symbol), ``f = σ(-β)`` (forget), ``g = tanh(β)``,
+    ``o = σ(β(2 Σ_{v: τ(v)=p} h_v - 1))`` (opens on the state). So ``c' ≈ [x=a]`` and
+    ``h' = o·tanh(c') ≈ [state=p]·[x=a]·tanh(1)``. Start unit: i = f = σ(-β), h0 = 3/4, c0 = 0.
+
+    Proof of the invariant "off units |h| ≤ 6δ, on units h ∈ [3/4 - 6δ, 4/5], |c| ≤ 2", where
+    δ ≥ σ(-β/4): |c'| ≤ δ|c| + 1 ≤ 2. On (x = a, state p): c' ≥ (1-δ)(1-2δ) - 2δ ≥ 1 - 5δ, so
+    h ≥ (1-δ)(tanh 1 - 5δ) ≥ 3/4 - 6δ, and h ≤ tanh(1 + 2δ) ≤ 4/5. Off by symbol: |c'| ≤ 3δ;
+    off by state: o ≤ δ; either way |h| ≤ 3δ. The o pre-activation 2Σh - 1 is ≥ 1/2 - 12Lδ
+    when the state is p and ≤ -1 + 12Lδ otherwise (L = largest in-degree or readout set); with
+    δ = 1/(48L) both have magnitude ≥ 1/4, and σ(-β/4) ≤ δ iff β ≥ 4 ln(48L - 1).
+    """
+    dfa = _check(machine, "lstm")
+    n, k = dfa.table.shape
+    units = pair_units(dfa, reachable_only)
+    N = units.size
+    _guard(4 * N * N, f"lstm/minsky for {dfa!r} ({N:,} units)", max_dense)
+    Win = _in_matrix(units)
+    is_pair = units.src >= 0
+    W_hh = np.zeros((4 * N, N), dtype=np.int64)
+    W_hh[3 * N:] = 2 * Win
+    W_ih = np.zeros((4 * N, k), dtype=np.int64)
+    W_ih[np.nonzero(is_pair)[0], units.sym[is_pair]] = 2
+    b = np.concatenate([-np.ones(N), -np.ones(N), np.ones(N), -np.ones(N)]).astype(np.int64)
+    member, neg = _readout_sets(dfa, units.tau, units.out)
+    sign = np.where(neg, -1, 1)
+    R = 2 * member.astype(np.int64) * sign[:, None]
+    r = -sign
+    L = int(max(Win.sum(axis=1).max(initial=1), member.sum(axis=1).max(initial=1), 1))
+    beta_min = 4 * sp.log(48 * L - 1)
+    beta = _scale(scale) if scale is not None else sp.ceiling(beta_min)
+    h0 = np.zeros(N, dtype=object)
+    h0[0] = sp.Rational(3, 4)
+    O = num_outputs(dfa)
+    weights = {
+        "c0": ExactWeight(np.zeros(N, dtype=np.int64), 1, scaled=False),
+        "h0": ExactWeight.of(h0, scaled=False),
+        "embedding.weight": _identity_embedding(k),
+        "rnn.weight_ih_l0": ExactWeight(W_ih),
+        "rnn.weight_hh_l0": ExactWeight(W_hh),
+        "rnn.bias_ih_l0": ExactWeight(np.zeros(4 * N, dtype=np.int64)),
+        "rnn.bias_hh_l0": ExactWeight(b),
+        "readout.weight": ExactWeight(R),
+        "readout.bias": ExactWeight(r.astype(np.int64)),
+    }
+    module = load_exact(RecurrentNet("lstm", k, k, N, O), weights, beta, dtype)
+    bound, params = _pair_bound(dfa, units, reachable_only)
+    argument = (
+        f"Gate saturation δ = 1/(48L) with L = {L}; see compile_lstm's docstring: the invariant "
+        f"(off |h| ≤ 6δ, on h ∈ [3/4-6δ, 4/5]) holds when β ≥ 4 ln(48L - 1) = "
+        f"{float(beta_min):.4f}; every gate and logit then has |pre-activation| ≥ β/4. "
+        f"Chosen β = {beta}."
+    )
+    return CompiledNetwork(
+        machine=dfa, module=module, target="lstm", method="minsky", hidden_units=N,
+        bound=bound, params=params, weights=weights, scale=beta,
+        decoder=ArgmaxDecoder(units.tau, 3 / 8), reader=OutputReader(dfa.output_kind),
+        margin=sp.Rational(1, 4), scale_argument=argument,
+        unit_labels=_pair_labels(dfa, units),
+        info={"minsky_bound": n * k + 1, "L": L, "beta_min": beta_min},
+    )
+
+
+# --- second order -----------------------------------------------------------------------------
+
+
+def moore_states(dfa: DFA) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Reachable (state, last output) pairs of a Mealy machine as (state, out, targets (S, M)).
+
+    ``targets[a, j]`` is the pair entered from pair j on symbol a (-1: dead). Pair 0 is
+    (start, none). A recogniser/generator gives its states with out = -1.
+    """
+    n = dfa.num_states
+    if dfa.out_table is None:
+        return np.arange(n), np.full(n, -1), dfa.table.T.copy()
+    O1 = len(dfa.output_alphabet) + 1
+    code = np.where(dfa.table >= 0, dfa.table * O1 + dfa.out_table + 1, -1)  # (n, k)
+    seen = np.zeros(n * O1, dtype=bool)
+    start = dfa.state_index(dfa.start) * O1
+    seen[start] = True
+    frontier = np.array([start])
+    while frontier.size:
+        nxt = code[frontier // O1].ravel()
+        nxt = np.unique(nxt[nxt >= 0])
+        nxt = nxt[~seen[nxt]]
+        seen[nxt] = True
+        frontier = nxt
+    ids = np.nonzero(seen)[0]
+    ids = np.concatenate([[start], ids[ids != start]])
+    index = np.full(n * O1, -1, dtype=np.int64)
+    index[ids] = np.arange(ids.size)
+    tcode = code[ids // O1]  # (M, k)
+    targets = np.where(tcode >= 0, index[np.maximum(tcode, 0)], -1).T.copy()
+    return ids // O1, ids % O1 - 1, targets
+
+
+@register(DFA, "second_order", "omlin_giles", default=True)
+def compile_second_order(machine: DFA, dtype: torch.dtype = torch.float32, scale: Any = None,
+                         sparse: bool | None = None, max_dense: int | None = None
+                         ) -> CompiledNetwork:
+    """Omlin & Giles (1996): ``h_t = σ(β(W[x_t] h_{t-1} + b))``, one unit per state.
+
+    ``W[a][q, p] = 2`` when δ(p, a) = q, else 0; ``b = -1`` (their +H / -H/2 programming, with
+    H = 2β and no negative self-weights), so with one-hot h the pre-activation is ±β. The dead
+    state is h = 0 (stays 0). Mealy machines run on their Moore form: one unit per reachable
+    (state, last output) pair. ``sparse`` (default: when the dense W would exceed ``max_dense``)
+    stores W by its fixed pattern, one weight per (symbol, source unit).
+    """
+    dfa = _check(machine, "second_order")
+    n, k = dfa.table.shape
+    state, out, targets = moore_states(dfa)
+    M = state.shape[0]
+    if sparse is None:  # a dense per-step gather costs B·M² — only worth it for small machines
+        sparse = k * M * M > (DENSE_SECOND_ORDER if max_dense is None else max_dense)
+    if sparse:
+        W = np.where(targets >= 0, 2, 0).astype(np.int64)
+    else:
+        W = np.zeros((k, M, M), dtype=np.int64)
+        a_idx, p_idx = np.nonzero(targets >= 0)
+        W[a_idx, targets[a_idx, p_idx], p_idx] = 2
+    valid = targets >= 0
+    indeg = np.zeros((k, M + 1), dtype=np.int64)
+    np.add.at(indeg, (np.nonzero(valid)[0], targets[valid]), 1)
+    member, neg = _readout_sets(dfa, state, out)
+    sign = np.where(neg, -1, 1)
+    R = 2 * member.astype(np.int64) * sign[:, None]
+    r = -sign
+    L = int(max(2 * indeg.max(initial=1), 2 * member.sum(axis=1).max(initial=1), 1))
+    beta_min = 2 * sp.log(2 * L - 1)
+    beta = _scale(scale) if scale is not None else sp.ceiling(beta_min)
+    h0 = np.zeros(M, dtype=np.int64)
+    h0[0] = 1
+    O = num_outputs(dfa)
+    weights = {
+        "weight": ExactWeight(W),
+        "bias": ExactWeight(-np.ones(M, dtype=np.int64)),
+        "h0": ExactWeight(h0, 1, scaled=False),
+        "readout.weight": ExactWeight(R),
+        "readout.bias": ExactWeight(r.astype(np.int64)),
+    }
+    module = SecondOrderRNN(k, M, O, torch.as_tensor(targets) if sparse else None)
+    module = load_exact(module, weights, beta, dtype)
+    if dfa.is_mealy:
+        bound, params = sp.Symbol("M"), {"M": M, "Q": n, "S": k,
+                                          "O": len(dfa.output_alphabet)}
+    else:
+        bound, params = Q, {"Q": n, "S": k}
+    argument = (
+        f"Units are in [0, 1]. If each is within ε of 0/1, every pre-activation (before β) is "
+        f"within L·ε of ±1, L = {L} (twice the largest in-degree under one symbol or readout set)."
+        f" With ε = 1/(2L) its magnitude is ≥ 1/2, and σ(β/2) ≥ 1 - ε iff β ≥ 2 ln(2L - 1) = "
+        f"{float(beta_min):.4f}; so the invariant holds at every step and |logit| ≥ β/2. "
+        f"Chosen β = {beta}."
+    )
+    return CompiledNetwork(
+        machine=dfa, module=module, target="second_order", method="omlin_giles",
+        hidden_units=M, bound=bound, params=params, weights=weights, scale=beta,
+        decoder=ArgmaxDecoder(state, 0.5), reader=OutputReader(dfa.output_kind),
+        margin=sp.Rational(1, 2), scale_argument=argument,
+        info={"sparse": bool(sparse), "L": L, "beta_min": beta_min,
+              "moore_bound": n * (len(dfa.output_alphabet) + 1) if dfa.is_mealy else n},
+    )
+
+
+
+
+# --- compressed: binary state code + two-layer threshold lookup -------------------------------
+
+
+class SteppedRNN(torch.nn.Module):
+    """A `RecurrentNet` run for two steps per input symbol: the symbol, then a blank (index |Σ|).
+
+    ``forward(ids)`` returns the states and logits at symbol boundaries only: (B, T+1, ·).
+    """
+
+    steps_per_symbol = 2
+
+    def __init__(self, net: RecurrentNet, blank: int):
+        super().__init__()
+        self.net = net
+        self.blank = blank
+
+    def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        ids = torch.as_tensor(ids)
+        B, T = ids.shape
+        x = torch.stack([ids.clamp(min=0), torch.full_like(ids, self.blank)], dim=2)
+        states, logits = self.net(x.reshape(B, 2 * T))
+        return states[:, ::2], logits[:, ::2]
+
+
+def _bits(values: np.ndarray, width: int) -> np.ndarray:
+    """(…, width) 0/1 bits of non-negative ints, least significant first."""
+    return (values[..., None] >> np.arange(width)) & 1
+
+
+def _width(count: int) -> int:
+    """Bits needed to write 0..count-1."""
+    return int(max(count - 1, 0)).bit_length()
+
+
+@dataclass(frozen=True)
+class _Features:
+    """Binary features of every transition, and of the start: (F, Q', S) and (F,)."""
+
+    trans: np.ndarray
+    init: np.ndarray
+    names: tuple[str, ...]
+
+
+def _features(dfa: DFA, low: int) -> _Features:
+    """Bits of the target's high part and low part, then the readout features of the target."""
+    n, k = dfa.table.shape
+    partial = not dfa.is_complete
+    nq = n + 1 if partial else n
+    table = np.vstack([np.where(dfa.table >= 0, dfa.table, n), np.full((1, k), n)])[:nq]
+    start = dfa.state_index(dfa.start)
+    H = -(-nq // low)
+    hb, lb = _width(H), _width(low)
+    parts = [_bits(table // low, hb), _bits(table % low, lb)]
+    init = [_bits(np.array(start // low), hb), _bits(np.array(start % low), lb)]
+    names = [f"high{b}" for b in range(hb)] + [f"low{b}" for b in range(lb)]
+    acc = np.append(dfa.accepting_mask, False)
+    if dfa.output_kind == "accept":
+        parts.append(acc[table][..., None])
+        init.append(acc[[start]])
+        names.append("accept")
+    elif dfa.output_kind == "next_set":
+        ns = np.vstack([dfa.next_set_table[:n], np.zeros((1, dfa.next_set_table.shape[1]), bool)])
+        parts.append(ns[table])
+        init.append(ns[start])
+        names += [f"next:{s}" for s in dfa.output_alphabet]
+    else:
+        ob = _width(len(dfa.output_alphabet) + 1)
+        out = np.vstack([np.where(dfa.table >= 0, dfa.out_table, -1), np.full((1, k), -1)])[:nq]
+        parts.append(_bits(out + 1, ob))
+        init.append(np.zeros(ob, dtype=np.int64))
+        names += [f"out{b}" for b in range(ob)]
+    trans = np.concatenate(parts, axis=-1).astype(np.int64)  # (nq, k, F)
+    return _Features(np.moveaxis(trans, -1, 0), np.concatenate(init).astype(np.int64),
+                     tuple(names))
+
+
+@dataclass(frozen=True)
+class _Lookup:
+    """Change points of every feature along the low part, per row (high part, symbol).
+
+    ``points[f]`` is (K_f, H*S): the κ-th position in 0..low-1 where feature f of row r flips
+    (``low`` = never); the feature is the parity of the number of points ≤ the low part.
+    """
+
+    low: int
+    H: int
+    points: tuple[np.ndarray, ...]
+
+    @property
+    def sizes(self) -> list[int]:
+        return [p.shape[0] for p in self.points]
+
+
+def _lookup(feats: _Features, k: int, low: int) -> _Lookup:
+    F, nq, _ = feats.trans.shape
+    H = -(-nq // low)
+    vals = np.zeros((F, H * low, k), dtype=np.int64)
+    vals[:, :nq] = feats.trans
+    if H * low > nq:  # padding codes repeat the last real value (no extra change points)
+        vals[:, nq:] = feats.trans[:, nq - 1: nq]
+    vals = vals.reshape(F, H, low, k).transpose(0, 1, 3, 2).reshape(F, H * k, low)  # row = h*k+a
+    prev = np.concatenate([np.zeros((F, H * k, 1), np.int64), vals[..., :-1]], axis=-1)
+    change = vals != prev
+    rank = np.cumsum(change, axis=-1) - 1
+    points = []
+    for f in range(F):
+        K = max(int(change[f].sum(axis=-1).max(initial=0)), int(feats.init[f]))
+        t = np.full((K, H * k), low, dtype=np.int64)
+        r, v = np.nonzero(change[f])
+        t[rank[f, r, v], r] = v
+        points.append(t)
+    return _Lookup(low, H, tuple(points))
+
+
+@register(DFA, "elman", "compressed")
+def compile_compressed(machine: DFA, dtype: torch.dtype = torch.float32, scale: Any = None,
+                       low: int | None = None, max_dense: int | None = None) -> CompiledNetwork:
+    """A binary-coded DFA in a tanh ``nn.RNN`` with two steps per symbol (units ±1).
+
+    The (completed) state q is written q = hi·low + lo. Every *feature* of a transition (p, a) —
+    the bits of hi and lo of δ(p, a), and its readout bits (acceptance, next set, or the code
+    out+1 of the emitted symbol) — is a 0/1 function of the row (hi(p), a) and of lo(p); along lo
+    it is the parity of the number of its *change points* t_κ(row) ≤ lo (a depth-two threshold
+    lookup, cf. Horne & Hush 1996). Three unit groups:
+
+    - rows: one unit per (hi, a): ``[hi(q) = hi ∧ x = a]``, on in the symbol step;
+    - copies: the bits of lo(q), kept through the symbol step;
+    - points: one unit per (feature, κ): ``[lo ≥ t_κ(row)]``, computed in the blank step from the
+      rows (t_κ(row) is linear in the one-hot rows) and the copies (lo is linear in its bits);
+      each feature bit is then an alternating sum of its point units, so the next step and the
+      readout are linear in them.
+
+    In the symbol step the point units are switched off by the symbol's input weight (-2); in
+    the blank step rows and copies see all points off and are off by themselves. Every
+    pre-activation is an odd integer times β in the ideal run, so the margin argument of
+    `compile_minsky` applies with L = the largest row L1 norm. Units: ``H*S + l + K`` for H row
+    blocks, l = bits of lo, K = Σ_f K_f point units (K_f ≤ low). ``low`` (default: the best power
+    of two) trades rows against points; the optimum is about 2·sqrt(Q·S·F) for F features.
+    """
+    dfa = _check(machine, "elman")
+    n, k = dfa.table.shape
+    nq = n + (0 if dfa.is_complete else 1)
+    candidates = [low] if low else [1 << e for e in range(_width(nq) + 1)]
+    best = None
+    for cand in candidates:
+        feats = _features(dfa, cand)
+        lk = _lookup(feats, k, cand)
+        size = lk.H * k + _width(cand) + sum(lk.sizes)
+        if best is None or size < best[0]:
+            best = (size, feats, lk)
+    N, feats, lk = best
+    low, H = lk.low, lk.H
+    _guard(N * N, f"elman/compressed for {dfa!r} ({N:,} units)", max_dense)
+    hb, lb = _width(H), _width(low)
+    F, R = len(feats.names), H * k
+    sizes = lk.sizes
+    # unit layout: rows [0, R), copies [R, R+lb), points after
+    p0 = R + lb
+    offs = p0 + np.concatenate([[0], np.cumsum(sizes)])
+    # phi[f] = 2·feature - 1 = Σ_κ (-1)^κ h_(f,κ) + (K_f mod 2) - 1, as (F, N) coefficients + (F,)
+    phi = np.zeros((F, N), dtype=np.int64)
+    for f in range(F):
+        phi[f, offs[f]:offs[f + 1]] = (-1) ** np.arange(sizes[f])
+    phi_c = np.array(sizes, dtype=np.int64) % 2 - 1
+    W = np.zeros((N, N), dtype=np.int64)
+    bias = np.zeros(N, dtype=np.int64)
+    W_ih = np.zeros((N, k + 1), dtype=np.int64)
+    # rows (hi, a): Σ_b s_b·phi_high_b + 2[x=a] - (hb + 1)   [the pattern match of hi]
+    hi_sign = 2 * _bits(np.arange(H), hb) - 1  # (H, hb)
+    row_hi, row_a = np.divmod(np.arange(R), k)
+    W[:R] = hi_sign[row_hi] @ phi[:hb]
+    bias[:R] = hi_sign[row_hi] @ phi_c[:hb] - (hb + 1)
+    W_ih[np.arange(R), row_a] = 2
+    # copies: phi of the low bits
+    W[R:p0] = phi[hb:hb + lb]
+    bias[R:p0] = phi_c[hb:hb + lb]
+    # points (f, κ): 2·lo - 2·t_κ(row) + 1 with lo = Σ 2^b (h_b+1)/2, t = Σ t(r)(h_r+1)/2
+    pw = 2 ** np.arange(lb, dtype=np.int64)
+    allt = np.concatenate(lk.points, axis=0)  # (K, R)
+    W[p0:, R:p0] = pw[None, :]
+    W[p0:, :R] = -allt
+    bias[p0:] = pw.sum() - allt.sum(axis=1) + 1
+    W_ih[p0:, :k] = -2
+    # readout
+    if dfa.output_kind in ("accept", "next_set"):
+        feat0 = hb + lb
+        Rw, rb = phi[feat0:], phi_c[feat0:]
+    else:
+        ob = F - hb - lb
+        codes = np.append(np.arange(1, len(dfa.output_alphabet) + 1), 0)  # last logit = none
+        sgn = 2 * _bits(codes, ob) - 1
+        Rw = sgn @ phi[hb + lb:]
+        rb = sgn @ phi_c[hb + lb:] - (ob - 1)
+    L = int(max(np.abs(W).sum(axis=1).max(), np.abs(Rw).sum(axis=1).max(), 1))
+    beta_min = sp.log(4 * L - 1)
+    beta = _scale(scale) if scale is not None else sp.Max(sp.ceiling(beta_min), 18)
+    h0 = -np.ones(N, dtype=np.int64)
+    for f in range(F):
+        if feats.init[f]:
+            h0[offs[f]] = 1
+    O = num_outputs(dfa)
+    weights = {
+        "net.h0": ExactWeight(h0, 1, scaled=False),
+        "net.embedding.weight": _identity_embedding(k + 1),
+        "net.rnn.weight_ih_l0": ExactWeight(W_ih),
+        "net.rnn.weight_hh_l0": ExactWeight(W),
+        "net.rnn.bias_ih_l0": ExactWeight(np.zeros(N, dtype=np.int64)),
+        "net.rnn.bias_hh_l0": ExactWeight(bias),
+        "net.readout.weight": ExactWeight(Rw.astype(np.int64)),
+        "net.readout.bias": ExactWeight(np.asarray(rb, dtype=np.int64)),
+    }
+    module = SteppedRNN(RecurrentNet("rnn", k + 1, k + 1, N, O), blank=k)
+    module = load_exact(module, weights, beta, dtype)
+    Hs, ls, Ks = sp.symbols("H l K")
+    decoder = CodeDecoder(phi[:hb + lb].astype(np.float64), phi_c[:hb + lb].astype(np.float64),
+                          hb, lb, low, n)
+    argument = (
+        f"Units are ±1; every ideal pre-activation is an odd integer (times β). L = {L} is the "
+        f"largest row L1 norm on h (point rows: Σ 2^b + Σ_row t). With ε = 1/(2L) each "
+        f"pre-activation keeps magnitude ≥ 1/2 and tanh(β/2) ≥ 1 - ε iff β ≥ ln(4L - 1) = "
+        f"{float(beta_min):.4f}. β ≥ 18 is also kept so that float32 tanh saturates to exactly ±1 "
+        f"and the large integer sums are exact. Chosen β = {beta}."
+    )
+    return CompiledNetwork(
+        machine=dfa, module=module, target="elman", method="compressed", hidden_units=N,
+        bound=Hs * S + ls + Ks, params={"H": H, "S": k, "l": lb, "K": int(sum(sizes)),
+                                        "Q": n},
+        weights=weights, scale=beta, decoder=decoder, reader=OutputReader(dfa.output_kind),
+        margin=sp.Rational(1, 2), steps_per_symbol=2, scale_argument=argument,
+        info={"low": low, "features": feats.names, "points_per_feature": sizes,
+              "worst_case_bound": H * k + lb + F * low, "minsky_bound": n * k + 1,
+              "L": L, "beta_min": beta_min},
+    )
+
+
+@dataclass(frozen=True)
+class CodeDecoder:
+    """Boundary states → {"state": hi·low + lo read from the sign of each code bit's phi; -1 for
+    the sink (or any code ≥ the number of states)}."""
+
+    phi: np.ndarray
+    phi_c: np.ndarray
+    hb: int
+    lb: int
+    low: int
+    n: int
+
+    def __call__(self, states: np.ndarray) -> dict[str, np.ndarray]:
+        bits = (states.astype(np.float64) @ self.phi.T + self.phi_c) > 0
+        w = 2 ** np.arange(max(self.hb, self.lb), dtype=np.int64)
+        hi = bits[..., :self.hb].astype(np.int64) @ w[:self.hb]
+        lo = bits[..., self.hb:].astype(np.int64) @ w[:self.lb]
+        q = hi * self.low + lo
+        return {"state": np.where(q < self.n, q, -1).astype(np.int64)}
+
+
+__all__ = ["ArgmaxDecoder", "CodeDecoder", "OutputReader", "SteppedRNN", "compile_compressed",
+           "compile_lstm", "compile_minsky", "compile_second_order", "moore_states",
+           "num_outputs", "pair_units", "reachable_states"]

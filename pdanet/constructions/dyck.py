@@ -1,0 +1,426 @@
+"""Dyck-(k, m) generators as Elman RNNs and LSTMs with exact weights (Hewitt et al. 2020).
+
+Methods (one slot code each, see `dyck_codes`): ``hewitt`` (default; the distributed code,
+d = 3⌈log₂k⌉ − 1 with ⌈log₂k⌉ := max(1, ⌈log₂k⌉) so k = 1 is covered), ``onehot`` (d = k) and
+``compact`` (ours; binary(i + 1), d = ⌈log₂(k+1)⌉).
+
+Elman (Hewitt et al. 2020, "RNN stacks through push/pop subcomponents"): two copies P (written on
+push) and Q (written on pop) of an m-slot stack, top in slot 1; the stack is S = P + Q (one of them
+is zero).  Units are sigmoid units run exactly as tanh units (σ(z) = (1 + tanh(z/2))/2, g = 2u − 1):
+2·m·d units.
+
+LSTM (Hewitt et al. 2020, "LSTM stacks through clever gating"): the cell holds the stack in place
+(slot 1 = bottom, top = highest filled slot); the output gate lets only the top slot into h.  With
+a_p = ρ·ω·h_p (ρ ≈ 1/tanh 1) one-hot over the top position, every gate is one threshold of
+(a, input): m·d units.  Because the whole stack lives in c, the module's ``states`` are
+[h, c] (width 2H); ``hidden_units`` is H.  The ``compact`` LSTM uses the nonzero code, whose
+occupancy ω·φ ∈ [1, A] is not constant; the gate weights below are chosen to be correct for every
+a ∈ [1, A] (A = d), which is what lets a first-order LSTM reach m⌈log₂(k+1)⌉ units.
+
+Readout (all methods): features f = [Zφ_top ; ω·φ_slot m] and logits β(O f + o):
+open ↦ ½ − occ_m, close c ↦ Ψ_c·Zφ_top − τ_c + ½, END ↦ ½ − occ_top (ideal margins ½).  When
+2k+1 is large the product O·F is never formed: readout = F, out_embedding = O.
+Networks are specified on *legal* prefixes; after an illegal symbol their state is unspecified.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from fractions import Fraction
+
+import numpy as np
+import sympy as sp
+import torch
+
+from pdanet.automata.bounded import DyckKM
+from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact, register
+from pdanet.constructions.dyck_codes import CODES, SlotCode, ceil_log2
+from pdanet.constructions.modules import RecurrentNet
+from pdanet.errors import InputError
+
+K, M = sp.symbols("k m")  # plain symbols: CompiledNetwork.bound_value substitutes Symbol("k")
+LOG_K = sp.Max(1, sp.ceiling(sp.log(K, 2)))
+LOG_K1 = sp.ceiling(sp.log(K + 1, 2))
+
+BOUNDS: dict[tuple[str, str], sp.Expr] = {
+    ("elman", "hewitt"): 6 * M * LOG_K - 2 * M,
+    ("lstm", "hewitt"): 3 * M * LOG_K - M,
+    ("elman", "onehot"): 2 * M * K,
+    ("lstm", "onehot"): M * K,
+    ("elman", "compact"): 2 * M * LOG_K1,
+    ("lstm", "compact"): M * LOG_K1,
+}
+
+DEFAULT_MAX_LENGTH = 10**6
+HALF = Fraction(1, 2)
+
+
+def information_floor(k: int, m: int) -> int:
+    """⌈log₂ Σ_{i=0..m} kⁱ⌉: bits needed to tell the live configurations of Dyck-(k, m) apart."""
+    return ceil_log2(sum(int(k) ** i for i in range(int(m) + 1)))
+
+
+# --- shared pieces ------------------------------------------------------------------------------
+
+
+class DyckLSTMNet(RecurrentNet):
+    """`RecurrentNet` (LSTM) whose ``states`` are [h, c] (B, T+1, 2H): the stack lives in c.
+
+    Same parameters and ``state_dict`` keys as `RecurrentNet`; logits read h only.
+    """
+
+    def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        ids = torch.as_tensor(ids)
+        B, T = ids.shape
+        x = self.embedding(ids.clamp(min=0))
+        h0, c0 = self.initial_state(B)
+        out, _ = self.rnn(x, (h0, c0))
+        hs = torch.cat([h0[0].unsqueeze(1), out], dim=1)
+        rnn = self.rnn
+        pre = (x @ rnn.weight_ih_l0.T + hs[:, :-1] @ rnn.weight_hh_l0.T
+               + rnn.bias_ih_l0 + rnn.bias_hh_l0)            # gates at every step, in one go
+        gi, gf, gg, _ = pre.chunk(4, dim=-1)
+        gi, gf, gg = torch.sigmoid(gi), torch.sigmoid(gf), torch.tanh(gg)
+        cs = torch.empty_like(hs)
+        c = c0[0]
+        cs[:, 0] = c
+        for t in range(T):                                     # c_t = f c_{t-1} + i g
+            c = gf[:, t] * c + gi[:, t] * gg[:, t]
+            cs[:, t + 1] = c
+        return torch.cat([hs, cs], dim=-1), self.logits(hs)
+
+
+def _readout_rows(code: SlotCode) -> tuple[np.ndarray, np.ndarray]:
+    """O ((2k+1) × (r+1), ints) and 2·o (ints): the logits β(O f + o) over f = [Zφ_top; occ_m]."""
+    k, r = code.k, code.r
+    O = np.zeros((2 * k + 1, r + 1), np.int64)
+    o2 = np.ones(2 * k + 1, np.int64)                         # ½ for opens and END
+    O[:k, r] = -1                                             # open: ½ − occ_m
+    psi, tau = code.match(np.arange(k))
+    O[k:2 * k, :r] = psi                                      # close c: Ψ_c·Zφ − τ_c + ½
+    o2[k:2 * k] = 1 - 2 * tau
+    O[2 * k, r - 1] = -1                                      # END: ½ − occ_top (last row of Z = ω)
+    return O, o2
+
+
+def _readout_weights(code: SlotCode, F: np.ndarray, f0: np.ndarray, denom: int, H: int
+                     ) -> tuple[dict[str, ExactWeight], int | None]:
+    """Readout blocks for features (F h + f0)/denom (int arrays): factored through out_embedding
+    when that has fewer parameters than the dense (2k+1) × H matrix."""
+    O, o2 = _readout_rows(code)
+    n_out, n_f = O.shape
+    if n_out * H > n_out * n_f + n_f * H:
+        return {
+            "readout.weight": ExactWeight(F, denom, False),
+            "readout.bias": ExactWeight(f0, denom, False),
+            "out_embedding.weight": ExactWeight(O, 1, True),
+            "out_embedding.bias": ExactWeight(o2, 2, True),
+        }, n_f
+    return {"readout.weight": ExactWeight(2 * (O @ F), 2 * denom, True),
+            "readout.bias": ExactWeight(2 * (O @ f0) + denom * o2, 2 * denom, True)}, None
+
+
+def _embedding(code: SlotCode) -> ExactWeight:
+    """Input code of each symbol: [inputs(i); 1] for open i, zeros for every close (q + 1 wide)."""
+    k = code.k
+    E = np.zeros((2 * k, code.q + 1), np.int64)
+    E[:k, :code.q] = code.inputs(np.arange(k))
+    E[:k, code.q] = 1
+    return ExactWeight(E, 1, False)
+
+
+def _beta(eps: Fraction, mu: Fraction) -> tuple[sp.Integer, sp.Expr]:
+    """Smallest integer β with σ(β·μ) ≥ 1 − ε, i.e. β ≥ ln((1 − ε)/ε)/μ (exact, via sympy)."""
+    e, u = sp.Rational(eps.numerator, eps.denominator), sp.Rational(mu.numerator, mu.denominator)
+    bound = sp.log((1 - e) / e) / u
+    return sp.Integer(sp.ceiling(bound)), bound
+
+
+def _reader(logits: np.ndarray) -> np.ndarray:
+    return logits > 0
+
+
+def _check(machine: DyckKM) -> None:
+    if not isinstance(machine, DyckKM):
+        raise InputError(f"expected a DyckKM machine, got {type(machine).__name__}")
+
+
+def _top_first_to_stack(top_first: np.ndarray) -> dict[str, np.ndarray]:
+    """Slots with the top first (…, m) → bottom-first stack (-1 padded) and depth."""
+    m = top_first.shape[-1]
+    depth = (top_first != -1).sum(-1)
+    i = np.arange(m)
+    idx = np.clip(depth[..., None] - 1 - i, 0, m - 1)
+    stack = np.where(i < depth[..., None], np.take_along_axis(top_first, idx, -1), -1)
+    return {"stack": stack, "depth": depth}
+
+
+# --- Elman ---------------------------------------------------------------------------------------
+
+
+def build_elman(machine: DyckKM, method: str, dtype: torch.dtype = torch.float32) -> CompiledNetwork:
+    """Push/pop copies (Hewitt et al. 2020): P_1 ← φ_x on open, P_s ← S_{s−1} on open,
+    Q_s ← S_{s+1} on close, Q_m ≡ 0; every unit one sigmoid threshold with ideal margin ½."""
+    _check(machine)
+    k, m = machine.k, machine.m
+    code: SlotCode = CODES[method](k)
+    d, q = code.d, code.q
+    H = 2 * m * d
+    sgn = code.signs
+
+    def unit(copy: int, slot: int) -> np.ndarray:
+        return (copy * m + slot) * d + np.arange(d)
+
+    # sigmoid space: u' = σ(β(A u + U e + b)), u ∈ {0, 1}^H, e = [inputs; open]
+    A = np.zeros((H, H), np.int64)
+    U = np.zeros((H, q + 1), np.int64)
+    b2 = np.zeros(H, np.int64)                                # 2·b (half-integers)
+    U[unit(0, 0)] = sgn[:, None] * code.Phi                   # P_1[j] = |φ_x[j]| on open
+    b2[unit(0, 0)] = -1                                       #   |φ_x[j]| − ½
+    for s in range(1, m):                                     # P_s[j] = S_{s−1}[j] ∧ open
+        rows = unit(0, s)
+        A[rows, unit(0, s - 1)] = 1
+        A[rows, unit(1, s - 1)] = 1
+        U[rows, q] = 1
+        b2[rows] = -3
+    for s in range(m - 1):                                    # Q_s[j] = S_{s+1}[j] ∧ close
+        rows = unit(1, s)
+        A[rows, unit(0, s + 1)] = 1
+        A[rows, unit(1, s + 1)] = 1
+        U[rows, q] = -1
+        b2[rows] = -1
+    b2[unit(1, m - 1)] = -1                                   # Q_m ≡ 0
+
+    # readout features on u: [Z φ_top ; ω·φ_m], φ_slot = sgn ⊙ (u_P + u_Q)
+    r = code.r
+    F = np.zeros((r + 1, H), np.int64)
+    Zs = code.feat * sgn[None, :]
+    F[:r, unit(0, 0)] = Zs
+    F[:r, unit(1, 0)] = Zs
+    F[r, unit(0, m - 1)] = code.omega * sgn
+    F[r, unit(1, m - 1)] = code.omega * sgn
+
+    # tanh space (u = (1+g)/2, σ(z) = (1+tanh(z/2))/2): W = A/4, V = U/2, bias = A·1/4 + b/2
+    ones = np.ones(H, np.int64)
+    w = {
+        "embedding.weight": _embedding(code),
+        "rnn.weight_ih_l0": ExactWeight(U, 2, True),
+        "rnn.weight_hh_l0": ExactWeight(A, 4, True),
+        "rnn.bias_ih_l0": ExactWeight(A @ ones + b2, 4, True),
+        "rnn.bias_hh_l0": ExactWeight(np.zeros(H, np.int64), 1, True),
+        "h0": ExactWeight(-ones, 1, False),                   # u0 = 0: every slot empty
+    }
+    ro, n_code = _readout_weights(code, F, F @ ones, 2, H)    # u = (1+g)/2
+    w.update(ro)
+
+    # margin argument (sigmoid space)
+    W = max(1, code.match_l1, int(np.abs(code.omega).sum()))
+    eps = Fraction(1, 8 * W)
+    mu = HALF - 2 * eps
+    beta, exact = _beta(eps, mu)
+    argument = (
+        f"Every unit u is a sigmoid unit run as g = 2u − 1 = tanh(z/2). Invariant: every unit within "
+        f"ε = 1/(8W) = {eps} of its ideal 0/1 value (tanh units within 2ε of ±1), W = {W} = max(1, "
+        f"max_c‖Ψ_c Z‖₁, ‖ω‖₁). Each update pre-activation is β(ideal ± ½) with ideal |margin| ½ and "
+        f"reads two units (P and Q of one cell), so its margin is ≥ ½ − 2ε = {mu}; "
+        f"σ(β·{mu}) ≥ 1 − ε iff β ≥ ln((1−ε)/ε)/({mu}) = {sp.N(exact, 8)}; β = {beta}. Readout rows "
+        f"read the top slot (or slot m) with ℓ₁ weight ≤ W on units of error ≤ 2ε, so every logit "
+        f"keeps sign with |logit| ≥ β(½ − 2Wε) = β/4: margin c = 1/4."
+    )
+    return _finish(machine, "elman", method, code, H, w, beta, argument, n_code, dtype,
+                   _elman_decoder(code, m), {"eps": eps, "W": W})
+
+
+def _elman_decoder(code: SlotCode, m: int) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
+    d = code.d
+
+    def decoder(states: np.ndarray) -> dict[str, np.ndarray]:
+        u = (1.0 + np.asarray(states, dtype=np.float64)) / 2.0
+        u = u.reshape(u.shape[:-1] + (2, m, d))
+        on = (u[..., 0, :, :] + u[..., 1, :, :]) > 0.5       # S = P + Q
+        return _top_first_to_stack(code.decode(on))
+
+    return decoder
+
+
+# --- LSTM ----------------------------------------------------------------------------------------
+
+
+def _rho() -> tuple[Fraction, sp.Rational]:
+    """ρ ≈ 1/tanh 1 (rational) and an exact upper bound on |ρ·tanh 1 − 1|."""
+    rho = Fraction(str(sp.N(1 / sp.tanh(1), 30))).limit_denominator(10**4)
+    err = abs(sp.Rational(rho.numerator, rho.denominator) * sp.tanh(1) - 1)
+    num = sp.N(err, 30)
+    e = int(sp.floor(sp.log(num, 10)))                        # round up to 3 digits, then double
+    return rho, 2 * sp.Rational(int(sp.ceiling(num * sp.Integer(10) ** (2 - e))), 10 ** (2 - e))
+
+
+def lstm_slot_gates(m: int, A: int) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Gate rows on a_p (p = 0..m−1, the top-position signal) for every slot s (0 = bottom):
+    gate -> (Wa (m × m) ints, open coefficient (m,), 2·bias (m,)); pre-activation/β =
+    Wa[s]·a + u[s]·open + b[s].  Correct for every top signal a ∈ [1, A] (and a = 0 elsewhere)."""
+    i_W = np.zeros((m, m), np.int64)
+    i_W[0, :] = -1                                            # i_1 = open ∧ empty
+    i_u = np.full(m, A, np.int64)
+    i_u[0] = 1
+    i_b2 = np.full(m, -2 * A - 1, np.int64)
+    i_b2[0] = -1
+    for s in range(1, m):                                     # i_s = open ∧ top = s − 1
+        i_W[s, s - 1] = 1
+    f_W = np.zeros((m, m), np.int64)                          # f_s = s ≤ top − close
+    o_W = np.zeros((m, m), np.int64)                          # o_s = s is the new top
+    for s in range(m):
+        f_W[s, :s] = -1
+        f_W[s, s] = 1
+        f_W[s, s + 1:] = A + 1
+        if s >= 1:
+            o_W[s, s - 1] = 1
+        else:
+            o_W[s, s] = -1
+        if s + 1 < m:
+            o_W[s, s + 1] = -1
+        o_W[s, s + 2:] = -(A + 1)
+    f_u = np.full(m, A, np.int64)
+    f_b2 = np.full(m, -2 * A - 1, np.int64)
+    o_u = np.full(m, -(A + 1), np.int64)
+    o_u[0] = -A
+    o_b2 = np.full(m, 2 * A + 1, np.int64)
+    return {"i": (i_W, i_u, i_b2), "f": (f_W, f_u, f_b2), "o": (o_W, o_u, o_b2)}
+
+
+def build_lstm(machine: DyckKM, method: str, dtype: torch.dtype = torch.float32,
+               max_length: int = DEFAULT_MAX_LENGTH) -> CompiledNetwork:
+    """Gate-based in-place stack (Hewitt et al. 2020): c̃ = φ_x on open and 0 on close, i writes
+    the slot above the top, f clears the popped slot (and every slot above the stack), o opens
+    the new top only (slots above the stack are don't-care: their cell is ≈ 0)."""
+    _check(machine)
+    if not isinstance(max_length, int) or max_length < 1:
+        raise InputError(f"max_length must be a positive int, got {max_length!r}")
+    k, m = machine.k, machine.m
+    code: SlotCode = CODES["compact" if method == "compact" else method](k)
+    d, q, A = code.d, code.q, code.amax
+    H = m * d
+    rho, dk = _rho()
+    rn, rd = rho.numerator, rho.denominator
+    D = 2 * rd                                                # common denominator of the gates
+    gates = lstm_slot_gates(m, A)
+    Whh = np.zeros((4 * H, H), np.int64)
+    Wih = np.zeros((4 * H, q + 1), np.int64)
+    bias = np.zeros(4 * H, np.int64)
+    read_a = np.kron(np.eye(m, dtype=np.int64), code.omega[None, :])   # a_p = ρ ω·h_p: (m, H)
+    for g_idx, name in enumerate(("i", "f", "g", "o")):
+        rows = slice(g_idx * H, (g_idx + 1) * H)
+        if name == "g":                                        # c̃_s = tanh(β φ_x), every slot
+            Wih[rows] = D * np.tile(code.Phi, (m, 1))
+            continue
+        Wa, uo, b2 = gates[name]
+        Whh[rows] = 2 * rn * np.repeat(Wa @ read_a, d, axis=0)
+        Wih[rows, q] = D * np.repeat(uo, d)
+        bias[rows] = rd * np.repeat(b2, d)
+    w = {
+        "embedding.weight": _embedding(code),
+        "rnn.weight_ih_l0": ExactWeight(Wih, D, True),
+        "rnn.weight_hh_l0": ExactWeight(Whh, D, True),
+        "rnn.bias_ih_l0": ExactWeight(bias, D, True),
+        "rnn.bias_hh_l0": ExactWeight(np.zeros(4 * H, np.int64), 1, True),
+        "h0": ExactWeight(np.zeros(H, np.int64), 1, False),
+        "c0": ExactWeight(np.zeros(H, np.int64), 1, False),
+    }
+    # readout features on h: [ρ Z Σ_p h_p ; ρ ω·h_m]
+    r = code.r
+    F = np.zeros((r + 1, H), np.int64)
+    F[:r] = rn * np.tile(code.feat, (1, m))
+    F[r, (m - 1) * d:] = rn * code.omega
+    ro, n_code = _readout_weights(code, F, np.zeros(r + 1, np.int64), rd, H)
+    w.update(ro)
+
+    # margin argument
+    Wg = int(max(np.abs(gates[g][0]).sum(1).max() for g in ("i", "f", "o")))
+    om1 = int(np.abs(code.omega).sum())
+    P1 = code.match_l1
+    R = sp.Rational(rho.numerator, rho.denominator)
+    N = max_length
+    grow = 1 + 3 * (N + 2)
+    zeta = sp.Min((sp.Rational(1, 4 * max(Wg, m)) - dk * A) / (R * om1),
+                  (sp.Rational(1, 4 * P1) - dk) / (R * m))
+    eps_s = zeta / grow
+    eps = Fraction(int(sp.fraction(eps_s)[0]), int(sp.fraction(eps_s)[1]))
+    beta, exact = _beta(eps, Fraction(1, 4))
+    assert 2 * sp.exp(-2 * beta) <= eps_s                      # c̃ is within ε of φ too
+    argument = (
+        f"Gates (σ) within ε = {sp.N(eps_s, 6)} of 0/1; cells within η = 3ε(N+2) of φ for every "
+        f"prefix of length ≤ N = {N} (a kept cell moves by ≤ (1−f)|c| + i|c̃| ≤ 3ε per step, a "
+        f"written, popped or empty cell is reset to within 3ε), hence h within ζ = ε + η of "
+        f"o*·tanh(φ). The top signal a_p = ρ ω·h_p (ρ = {rho}, |ρ tanh 1 − 1| ≤ {dk}) is within "
+        f"α = ρ‖ω‖₁ζ + |ρ tanh1 − 1|·A of its ideal (A = {A}); gate rows have ℓ₁ weight ≤ "
+        f"{max(Wg, m)} on a and ideal margin ½, so they keep margin ≥ ¼ when ζ ≤ {sp.N(zeta, 6)}. "
+        f"σ(β/4) ≥ 1 − ε iff β ≥ 4 ln((1−ε)/ε) = {sp.N(exact, 8)}; β = {beta}; also "
+        f"1 − tanh β ≤ 2e^(−2β) ≤ ε. Readout rows (ℓ₁ ≤ {P1} on features) keep |logit| ≥ β/4: "
+        f"margin c = 1/4. The cell integrates (f ≈ 1 is not contractive), so the guarantee is for "
+        f"lengths ≤ N (compile with max_length=N to raise it; β grows like 4 ln N)."
+    )
+    return _finish(machine, "lstm", method, code, H, w, beta, argument, n_code, dtype,
+                   _lstm_decoder(code, m, H), {"eps": eps, "max_length": N, "rho": rho})
+
+
+def _lstm_decoder(code: SlotCode, m: int, H: int) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
+    d = code.d
+
+    def decoder(states: np.ndarray) -> dict[str, np.ndarray]:
+        states = np.asarray(states, dtype=np.float64)
+        if states.shape[-1] != 2 * H:
+            raise InputError(f"expected LSTM states [h, c] of width {2 * H}, got {states.shape[-1]}")
+        c = states[..., H:].reshape(states.shape[:-1] + (m, d))
+        slots = code.decode(np.abs(c) > 0.5)                  # bottom first already
+        depth = (slots != -1).sum(-1)
+        return {"stack": slots, "depth": depth}
+
+    return decoder
+
+
+# --- assembly ------------------------------------------------------------------------------------
+
+
+def _finish(machine: DyckKM, target: str, method: str, code: SlotCode, H: int,
+            weights: dict[str, ExactWeight], beta: sp.Integer, argument: str, n_code: int | None,
+            dtype: torch.dtype, decoder, info: dict) -> CompiledNetwork:
+    k, m = machine.k, machine.m
+    cls = RecurrentNet if target == "elman" else DyckLSTMNet
+    module = cls("rnn" if target == "elman" else "lstm", 2 * k, code.q + 1, H, 2 * k + 1,
+                 readout_code=n_code)
+    module = load_exact(module, weights, beta, dtype)
+    bound = BOUNDS[(target, method)]
+    net = CompiledNetwork(
+        machine=machine, module=module, target=target, method=method, hidden_units=H,
+        bound=bound, params={"k": k, "m": m}, weights=weights, scale=beta,
+        decoder=decoder, reader=_reader, margin=sp.Rational(1, 4), scale_argument=argument,
+        info={"code": code.name, "slot_width": code.d, **info},
+    )
+    if net.bound_value != H:
+        raise AssertionError(f"{target}/{method}: {H} units but bound gives {net.bound_value}")
+    return net
+
+
+def _register(target: str, method: str, builder) -> None:
+    def compile_fn(machine: DyckKM, dtype: torch.dtype = torch.float32, **options):
+        return builder(machine, method, dtype=dtype, **options)
+
+    compile_fn.__name__ = f"dyck_{target}_{method}"
+    compile_fn.__doc__ = f"Dyck-(k, m) → {target} ({method} code); see `pdanet.constructions.dyck`."
+    register(DyckKM, target, method, default=(method == "hewitt"))(compile_fn)
+
+
+for _method in ("hewitt", "onehot", "compact"):
+    _register("elman", _method, build_elman)
+    _register("lstm", _method, build_lstm)
+
+__all__ = [
+    "BOUNDS",
+    "DyckLSTMNet",
+    "K",
+    "M",
+    "build_elman",
+    "build_lstm",
+    "information_floor",
+    "lstm_slot_gates",
+]

@@ -1,0 +1,68 @@
+"""A second-order (multiplicative) recurrent network, as used by Omlin & Giles (1996).
+
+``h_t = σ(W[x_t] h_{t-1} + b)``: the input symbol selects a whole recurrent matrix. ``W`` is stored
+either densely (``weight``, shape (|Σ|, H, H), trainable everywhere) or, for large machines, with a
+fixed sparsity pattern: ``weight`` has shape (|Σ|, H) and entry (a, p) is the weight from unit p to
+unit ``targets[a, p]`` under symbol a (``targets`` is a non-persistent structure buffer; -1 = no
+edge). Both are followed by a linear readout. ``forward(ids)`` returns ``(states (B, T+1, H),
+logits (B, T+1, O))``; padding (-1) is read as symbol 0.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class SecondOrderRNN(nn.Module):
+    """``h_t = σ(W[x_t] h_{t-1} + b)`` with a linear readout (dense or fixed-pattern sparse W)."""
+
+    def __init__(self, num_symbols: int, hidden_size: int, num_outputs: int,
+                 targets: torch.Tensor | None = None):
+        super().__init__()
+        self.num_symbols, self.hidden_size = num_symbols, hidden_size
+        if targets is None:
+            self.weight = nn.Parameter(torch.zeros(num_symbols, hidden_size, hidden_size))
+            self.register_buffer("targets", None, persistent=False)
+        else:
+            targets = torch.as_tensor(targets, dtype=torch.long)
+            if tuple(targets.shape) != (num_symbols, hidden_size):
+                raise ValueError(f"targets must have shape {(num_symbols, hidden_size)}")
+            self.weight = nn.Parameter(torch.zeros(num_symbols, hidden_size))
+            self.register_buffer("targets", targets, persistent=False)
+        self.bias = nn.Parameter(torch.zeros(hidden_size))
+        self.h0 = nn.Parameter(torch.zeros(hidden_size))
+        self.readout = nn.Linear(hidden_size, num_outputs)
+
+    @property
+    def sparse(self) -> bool:
+        return self.targets is not None
+
+    def step(self, h: torch.Tensor, symbol_ids: torch.Tensor) -> torch.Tensor:
+        """One update from states ``h`` (B, H) on symbols (B,)."""
+        a = symbol_ids.clamp(min=0)
+        if not self.sparse:
+            z = torch.bmm(self.weight[a], h.unsqueeze(2)).squeeze(2)
+        else:
+            H = self.hidden_size
+            tgt = self.targets[a]  # (B, H): where each source unit sends its value
+            vals = self.weight[a] * h
+            z = torch.zeros(h.shape[0], H + 1, dtype=h.dtype, device=h.device)
+            z.scatter_add_(1, torch.where(tgt >= 0, tgt, H), vals)
+            z = z[:, :H]
+        return torch.sigmoid(z + self.bias)
+
+    def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """ids (B, T), padding -1 → (states (B, T+1, H), logits (B, T+1, O))."""
+        ids = torch.as_tensor(ids)
+        B, T = ids.shape
+        h = self.h0.unsqueeze(0).expand(B, -1)
+        out = [h]
+        for t in range(T):
+            h = self.step(h, ids[:, t])
+            out.append(h)
+        states = torch.stack(out, dim=1)
+        return states, self.readout(states)
+
+
+__all__ = ["SecondOrderRNN"]
