@@ -92,7 +92,6 @@ class CompiledNetwork:
     decoder: Callable[[np.ndarray], dict[str, np.ndarray]]
     reader: Callable[[np.ndarray], np.ndarray]
     margin: sp.Rational = sp.Integer(1)
-    encoder: Callable[[Mapping[str, np.ndarray]], np.ndarray] | None = None
     steps_per_symbol: int = 1
     scale_argument: str = ""
     unit_labels: Sequence[str] = ()
@@ -223,8 +222,8 @@ def compile(machine: Machine, target: str = "lstm", method: str | None = None,
                 )
             return fn(machine, dtype=dtype, **options)
     options_text = ", ".join(f"{t}/{m}" for t, m in available(machine)) or "none"
-    hint = ""
-    if hasattr(machine, "bounded") and not available(machine):
+    hint = getattr(machine, "compile_hint", "")
+    if not hint and hasattr(machine, "bounded") and not available(machine):
         hint = " The stack is unbounded: bound its depth with `.bounded(m)` first."
     raise CompileError(
         f"cannot compile {type(machine).__name__} to target {target!r}; available: "

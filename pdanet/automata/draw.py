@@ -1,0 +1,276 @@
+"""State diagrams of machines: graphviz drawings and networkx graphs.
+
+Drawing conventions (those of the source papers' figures): states are circles, accepting states
+double circles; an invisible node points at the start state; edges are labelled
+
+- DFA and NFA: ``a`` (``ε`` for an ε-move),
+- Mealy machine: ``a : y`` (read a, emit y),
+- PDA: ``a, X → γ`` (read a, pop X, push γ written top first; ``ε`` for an empty γ),
+- PDT: ``x : y, s → s′`` (Hao et al. 2018, Figure 3),
+
+with ``ε`` and ``⊥`` shown as such. Transitions between the same two states share one edge whose
+label has one line per transition. A partial DFA's implicit dead state is not drawn.
+
+Dyck-(k, m): when it has at most ``max_configs`` configurations it is drawn (and converted to
+networkx) as its finite configuration graph, one node per stack (written ``⊥`` then the open
+brackets, bottom first). Larger instances are drawn as a schematic with one node per stack depth
+0..m; `to_networkx` refuses them (InputError), since their graph has Σ kⁱ nodes.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import graphviz
+import networkx as nx
+
+from pdanet.automata.alphabet import BOTTOM, EPSILON
+from pdanet.automata.bounded import DyckKM
+from pdanet.automata.io import kind_of
+from pdanet.errors import InputError, PdanetError
+
+MAX_DYCK_CONFIGS = 64
+RENDER_FORMATS = ("svg", "png", "pdf")
+
+
+class RenderError(PdanetError):
+    """A diagram could not be rendered (Graphviz's `dot` is missing or failed)."""
+
+
+# --------------------------------------------------------------------------------------------
+# labels
+# --------------------------------------------------------------------------------------------
+def symbol_text(symbol: Any) -> str:
+    """A symbol as shown in diagrams and traces: ε and ⊥ as such, others by str."""
+    if symbol is EPSILON or symbol is None:
+        return "ε"
+    if symbol is BOTTOM:
+        return "⊥"
+    return str(symbol)
+
+
+def string_text(symbols: Iterable[Any]) -> str:
+    """A string of symbols: concatenated when all are one character, else space separated;
+    ``ε`` when empty."""
+    parts = [symbol_text(s) for s in symbols]
+    if not parts:
+        return "ε"
+    return ("" if all(len(p) == 1 for p in parts) else " ").join(parts)
+
+
+@dataclass(frozen=True)
+class Transition:
+    """One drawn transition: source and target state, its label, and its data fields."""
+
+    source: Hashable
+    target: Hashable
+    label: str
+    data: tuple[tuple[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class StateGraph:
+    """The states (in order), start, accepting states and transitions of a machine's diagram."""
+
+    title: str
+    kind: str
+    states: tuple
+    starts: tuple
+    accepting: frozenset
+    transitions: tuple[Transition, ...]
+    state_labels: tuple[tuple[Hashable, str], ...] = ()
+    schematic: bool = False
+
+    def label_of(self, q: Hashable) -> str:
+        return dict(self.state_labels).get(q, str(q))
+
+
+def _fa_rows(m: Any, kind: str) -> list[Transition]:
+    rows = []
+    for (q, a), t in m.transitions.items():
+        targets = sorted(t, key=m.states.index) if kind == "nfa" else [t]
+        for t2 in targets:
+            if kind == "mealy":
+                y = m.outputs_map[(q, a)]
+                rows.append(Transition(q, t2, f"{symbol_text(a)} : {symbol_text(y)}",
+                                       (("symbol", a), ("output", y))))
+            else:
+                rows.append(Transition(q, t2, symbol_text(a), (("symbol", a),)))
+    return rows
+
+
+def _pushdown_rows(m: Any, kind: str) -> list[Transition]:
+    rows = []
+    for (q, x, s), value in m.transitions.items():
+        values = sorted(value, key=repr) if kind == "pda" else [value]
+        for v in values:
+            if kind == "dpdt":
+                q2, y, gamma = v
+                y = tuple(y) if isinstance(y, (tuple, list)) else (() if y is EPSILON else (y,))
+                label = f"{symbol_text(x)} : {string_text(y)}, {symbol_text(s)} → {string_text(gamma)}"
+                out = y[0] if len(y) == 1 else EPSILON if not y else y
+                data = (("symbol", x), ("output", out), ("pop", s), ("push", tuple(gamma)))
+            else:
+                q2, gamma = v
+                label = f"{symbol_text(x)}, {symbol_text(s)} → {string_text(gamma)}"
+                data = (("symbol", x), ("pop", s), ("push", tuple(gamma)))
+            rows.append(Transition(q, q2, label, data))
+    return rows
+
+
+def _dyck_graph(m: DyckKM) -> StateGraph:
+    stacks: list[tuple] = [()]
+    frontier: list[tuple] = [()]
+    while frontier:
+        nxt = []
+        for s in frontier:
+            if len(s) < m.m:
+                for i in range(m.k):
+                    nxt.append(s + (i,))
+        stacks.extend(nxt)
+        frontier = nxt
+    rows = []
+    for s in stacks:
+        if len(s) < m.m:
+            for i in range(m.k):
+                rows.append(Transition(s, s + (i,), m.opens[i],
+                                       (("symbol", m.opens[i]), ("push", (i,)))))
+        if s:
+            c = m.closes[s[-1]]
+            rows.append(Transition(s, s[:-1], c, (("symbol", c), ("pop", s[-1]))))
+    sep = "" if m.k <= 4 else " "
+    labels = tuple((s, sep.join(("⊥",) + tuple(m.opens[i] for i in s))) for s in stacks)
+    return StateGraph(f"Dyck-({m.k}, {m.m})", "dyck", tuple(stacks), ((),), frozenset({()}),
+                      tuple(rows), labels)
+
+
+def _dyck_schematic(m: DyckKM) -> StateGraph:
+    rows = []
+    for d in range(m.m):
+        top = "⊥" if d == 0 else "X"
+        rows.append(Transition(d, d + 1, f"(ᵢ, {top} → (ᵢ{top}   (i = 0…{m.k - 1})", ()))
+        rows.append(Transition(d + 1, d, ")ᵢ, (ᵢ → ε", ()))
+    labels = tuple((d, f"depth {d}") for d in range(m.m + 1))
+    return StateGraph(f"Dyck-({m.k}, {m.m}) schematic: one node per stack depth", "dyck",
+                      tuple(range(m.m + 1)), (0,), frozenset({0}), tuple(rows), labels, True)
+
+
+def state_graph(machine: Any, max_configs: int = MAX_DYCK_CONFIGS) -> StateGraph:
+    """The diagram content of a machine (see module docstring); DyckKM beyond `max_configs`
+    configurations gives the depth schematic."""
+    kind = kind_of(machine)
+    if kind == "dyck":
+        if machine.num_configs <= max_configs:
+            return _dyck_graph(machine)
+        return _dyck_schematic(machine)
+    if kind in ("dfa", "mealy", "nfa"):
+        rows = _fa_rows(machine, kind)
+    else:
+        rows = _pushdown_rows(machine, kind)
+    title = getattr(machine, "name", None) or ""
+    if kind == "nfa":
+        starts = tuple(q for q in machine.states if q in machine.starts)
+    else:
+        starts = (machine.start,)
+    return StateGraph(title, kind, tuple(machine.states), starts,
+                      frozenset(machine.accepting), tuple(rows))
+
+
+# --------------------------------------------------------------------------------------------
+# graphviz
+# --------------------------------------------------------------------------------------------
+def _dot_text(text: str) -> str:
+    return text.replace("\\", "\\\\")
+
+
+def merged_edges(graph: StateGraph) -> dict[tuple[Hashable, Hashable], list[str]]:
+    """Edge labels grouped by (source, target), in transition order."""
+    merged: dict[tuple[Hashable, Hashable], list[str]] = {}
+    for t in graph.transitions:
+        merged.setdefault((t.source, t.target), []).append(t.label)
+    return merged
+
+
+def draw(machine: Any, max_configs: int = MAX_DYCK_CONFIGS) -> graphviz.Digraph:
+    """A graphviz drawing of the machine in the papers' style (see module docstring).
+
+    Node names are ``q0, q1, …`` in state order; the state itself is the node label. The
+    invisible start node is named ``__start__``.
+    """
+    g = state_graph(machine, max_configs)
+    ids = {q: f"q{i}" for i, q in enumerate(g.states)}
+    dot = graphviz.Digraph(name=g.title or g.kind)
+    dot.attr(rankdir="LR")
+    if g.title:
+        dot.attr(label=_dot_text(g.title), labelloc="t")
+    dot.attr("node", shape="circle")
+    dot.node("__start__", label="", shape="none", width="0", height="0")
+    for q in g.states:
+        shape = "doublecircle" if q in g.accepting else "circle"
+        dot.node(ids[q], label=_dot_text(g.label_of(q)), shape=shape)
+    for q in g.starts:
+        dot.edge("__start__", ids[q])
+    for (q, t), labels in merged_edges(g).items():
+        dot.edge(ids[q], ids[t], label="\\n".join(_dot_text(s) for s in labels))
+    return dot
+
+
+def to_networkx(machine: Any, max_configs: int = MAX_DYCK_CONFIGS) -> nx.MultiDiGraph:
+    """The state graph as a networkx MultiDiGraph: nodes are the states (attributes ``label``,
+    ``start``, ``accepting``), one edge per transition (attributes ``label`` and the
+    transition's fields: ``symbol``, and where present ``output``, ``pop``, ``push``).
+    Graph attributes: ``kind`` and ``name``."""
+    if isinstance(machine, DyckKM) and machine.num_configs > max_configs:
+        raise InputError(
+            f"Dyck-({machine.k}, {machine.m}) has {machine.num_configs} configurations, more than "
+            f"max_configs={max_configs}; raise max_configs to build the full configuration graph, "
+            "or use draw() for a schematic"
+        )
+    g = state_graph(machine, max_configs)
+    out = nx.MultiDiGraph(kind=g.kind, name=g.title)
+    for q in g.states:
+        out.add_node(q, label=g.label_of(q), start=q in g.starts, accepting=q in g.accepting)
+    for t in g.transitions:
+        out.add_edge(t.source, t.target, label=t.label, **dict(t.data))
+    return out
+
+
+def render(machine: Any, path: str | Path, format: str | None = None,
+           max_configs: int = MAX_DYCK_CONFIGS) -> Path:
+    """Render the drawing to `path` with Graphviz's ``dot`` (format from the suffix unless given:
+    svg, png or pdf). RenderError when ``dot`` is not installed."""
+    path = Path(path)
+    fmt = (format or path.suffix.lstrip(".")).lower()
+    if fmt not in RENDER_FORMATS:
+        raise InputError(f"cannot render to format {fmt!r}; use one of {', '.join(RENDER_FORMATS)}"
+                         " (give it with format= or as the file suffix)")
+    if shutil.which("dot") is None:
+        raise RenderError("Graphviz's `dot` program is not on the PATH; install Graphviz "
+                          "(e.g. `apt-get install graphviz` or `brew install graphviz`), or use "
+                          "draw(machine).source to get the DOT text")
+    dot = draw(machine, max_configs)
+    try:
+        data = dot.pipe(format=fmt)
+    except (graphviz.ExecutableNotFound, graphviz.CalledProcessError) as exc:
+        raise RenderError(f"`dot` failed to render {fmt}: {exc}") from None
+    path.write_bytes(data)
+    return path
+
+
+__all__ = [
+    "MAX_DYCK_CONFIGS",
+    "RenderError",
+    "StateGraph",
+    "Transition",
+    "draw",
+    "merged_edges",
+    "render",
+    "state_graph",
+    "string_text",
+    "symbol_text",
+    "to_networkx",
+]

@@ -1,0 +1,707 @@
+"""Machine files: a versioned JSON format for every machine kind, and JFLAP import.
+
+The JSON format is described in ``docs/spec-format.md``. In short: an object with ``"format": 1``,
+a ``"kind"`` (``dfa``, ``mealy``, ``nfa``, ``dpda``, ``pda``, ``dpdt``, ``dyck``), the states and
+alphabets as JSON lists, and one object per transition. States and symbols are JSON strings or
+integers; a state may also be a list of states, read as a tuple. In symbol fields ε (no input read / nothing emitted) is written ``"ε"`` or ``null`` and
+the bottom-of-stack marker ⊥ is written ``"⊥"``; both strings are therefore reserved and cannot be
+alphabet symbols. A pushed string is a JSON list written top first: ``["A", "⊥"]`` leaves ``A`` on
+top of ``⊥`` (the orientation of the machines themselves).
+
+Every defect in a file raises `SpecError` whose ``path`` is the JSON path of the bad field, e.g.
+``$.transitions[3].target``.
+"""
+
+from __future__ import annotations
+
+import json
+import numbers
+import os
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Hashable
+from pathlib import Path
+from typing import Any, NoReturn
+
+import numpy as np
+
+from pdanet.automata.alphabet import BOTTOM, EPSILON, Alphabet
+from pdanet.automata.bounded import DyckKM
+from pdanet.automata.dfa import DFA
+from pdanet.errors import InputError, PdanetError, SpecError
+
+FORMAT_VERSION = 1
+KINDS = ("dfa", "mealy", "nfa", "dpda", "pda", "dpdt", "dyck")
+EPSILON_TEXT = "ε"
+BOTTOM_TEXT = "⊥"
+_RESERVED = (EPSILON_TEXT, BOTTOM_TEXT)
+_TOP_OPTIONAL = ("name", "description")
+
+
+# --------------------------------------------------------------------------------------------
+# optional machine classes (modules written alongside this one)
+# --------------------------------------------------------------------------------------------
+def _optional(module: str, name: str) -> type | None:
+    try:
+        mod = __import__(f"pdanet.automata.{module}", fromlist=[name])
+    except ImportError:
+        return None
+    return getattr(mod, name, None)
+
+
+def _cls(kind: str) -> type:
+    where = {"nfa": ("nfa", "NFA"), "dpda": ("pda", "DPDA"), "pda": ("pda", "PDA"),
+             "dpdt": ("pdt", "DPDT")}[kind]
+    cls = _optional(*where)
+    if cls is None:
+        raise InputError(f"machine kind {kind!r} needs pdanet.automata.{where[0]}.{where[1]}, "
+                         "which is not available in this installation")
+    return cls
+
+
+def kind_of(machine: Any) -> str:
+    """The file kind of a machine object (InputError for objects that have no file format)."""
+    if isinstance(machine, DFA):
+        return "mealy" if machine.is_mealy else "dfa"
+    if isinstance(machine, DyckKM):
+        return "dyck"
+    for kind, (module, name) in {"nfa": ("nfa", "NFA"), "dpda": ("pda", "DPDA"),
+                                 "pda": ("pda", "PDA"), "dpdt": ("pdt", "DPDT")}.items():
+        cls = _optional(module, name)
+        if cls is not None and type(machine) is cls:
+            return kind
+    for kind, (module, name) in {"dpda": ("pda", "DPDA"), "pda": ("pda", "PDA"),
+                                 "dpdt": ("pdt", "DPDT"), "nfa": ("nfa", "NFA")}.items():
+        cls = _optional(module, name)
+        if cls is not None and isinstance(machine, cls):
+            return kind
+    raise InputError(f"{type(machine).__name__} has no file format; kinds with one: "
+                     f"{', '.join(KINDS)}")
+
+
+# --------------------------------------------------------------------------------------------
+# writing
+# --------------------------------------------------------------------------------------------
+def _value(x: Hashable, what: str) -> str | int:
+    """A state or symbol as a JSON value (strings and integers, numpy's included, only)."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (str, numbers.Integral)):
+        raise InputError(f"{what} {x!r} is neither a string nor an integer and cannot be saved; "
+                         "rename it (e.g. with str) before saving")
+    if isinstance(x, numbers.Integral):
+        return int(x)
+    return x
+
+
+def _sym(x: Hashable, what: str) -> str | int:
+    if x is EPSILON:
+        return EPSILON_TEXT
+    if x is BOTTOM:
+        return BOTTOM_TEXT
+    if isinstance(x, str) and x in _RESERVED:
+        raise InputError(f"{what} {x!r} is a reserved spelling in machine files; rename it")
+    return _value(x, what)
+
+
+def _syms(xs, what: str) -> list:
+    return [_sym(x, what) for x in xs]
+
+
+def _state(q: Hashable) -> str | int | list:
+    """A state as a JSON value: strings and integers as such, tuples of states as lists."""
+    if isinstance(q, tuple):
+        return [_state(x) for x in q]
+    return _value(q, "state")
+
+
+def _states(xs) -> list:
+    return [_state(q) for q in xs]
+
+
+def _attr(machine: Any, *names: str) -> Any:
+    for n in names:
+        if hasattr(machine, n):
+            return getattr(machine, n)
+    raise InputError(f"{type(machine).__name__} has none of the attributes {names}")
+
+
+def _order(machine: Any) -> Callable[[Any], tuple]:
+    """A sort key for transition keys (state order, then symbol order, ε first)."""
+    sidx = {q: i for i, q in enumerate(machine.states)}
+
+    def sym_rank(alpha: Alphabet | None, s: Any) -> int:
+        if s is EPSILON or s is BOTTOM:
+            return -1
+        return alpha.index(s) if alpha is not None and s in alpha else len(alpha or ())
+
+    alpha = _attr(machine, "alphabet", "input_alphabet")
+    stack = getattr(machine, "stack_alphabet", None)
+
+    def key(k: tuple) -> tuple:
+        ranks = [sidx.get(k[0], -1), sym_rank(alpha, k[1])]
+        if len(k) > 2:
+            ranks.append(sym_rank(stack, k[2]))
+        return tuple(ranks)
+
+    return key
+
+
+def to_dict(machine: Any) -> dict:
+    """The JSON-ready dict of a machine (see module docstring and docs/spec-format.md)."""
+    kind = kind_of(machine)
+    d: dict[str, Any] = {"format": FORMAT_VERSION, "kind": kind}
+    name = getattr(machine, "name", None)
+    if kind == "dyck":
+        d.update(k=machine.k, m=machine.m)
+        return d
+    if name is not None:
+        d["name"] = str(name)
+    d["states"] = _states(machine.states)
+    order = _order(machine)
+    trans = machine.transitions  # a property that may copy: read it once
+    if kind in ("dfa", "mealy"):
+        d["alphabet"] = _syms(machine.alphabet, "symbol")
+        if kind == "mealy":
+            d["output_alphabet"] = _syms(machine.output_alphabet, "output symbol")
+        d["start"] = _state(machine.start)
+        d["accepting"] = _states(q for q in machine.states if q in machine.accepting)
+        if kind == "dfa" and machine.output_kind != "accept":
+            d["output_kind"] = machine.output_kind
+        rows = []
+        for (q, a) in sorted(trans, key=order):
+            row = {"source": _state(q), "symbol": _sym(a, "symbol"),
+                   "target": _state(trans[(q, a)])}
+            if kind == "mealy":
+                row["output"] = _sym(machine.outputs_map[(q, a)], "output symbol")
+            rows.append(row)
+        d["transitions"] = rows
+        return d
+    if kind == "nfa":
+        d["alphabet"] = _syms(machine.alphabet, "symbol")
+        starts = [_state(q) for q in machine.states if q in machine.starts]
+        d["start"] = starts[0] if len(starts) == 1 and not isinstance(starts[0], list) else starts
+        d["accepting"] = _states(q for q in machine.states if q in machine.accepting)
+        rows = []
+        sidx = {p: i for i, p in enumerate(machine.states)}
+        for key in sorted(trans, key=order):
+            q, a = key
+            targets = sorted(trans[key], key=sidx.__getitem__)
+            rows.extend({"source": _state(q), "symbol": _sym(a, "symbol"),
+                         "target": _state(t)} for t in targets)
+        d["transitions"] = rows
+        return d
+    # pushdown kinds
+    d["input_alphabet"] = _syms(_attr(machine, "input_alphabet", "alphabet"), "input symbol")
+    if kind == "dpdt":
+        d["output_alphabet"] = _syms(machine.output_alphabet, "output symbol")
+    d["stack_alphabet"] = _syms(machine.stack_alphabet, "stack symbol")
+    d["start"] = _state(machine.start)
+    d["accepting"] = _states(q for q in machine.states if q in machine.accepting)
+    if kind in ("dpda", "pda"):
+        d["acceptance"] = getattr(machine, "acceptance", "final_state")
+    rows = []
+    for key in sorted(trans, key=order):
+        q, x, s = key
+        value = trans[key]
+        values = sorted(value, key=repr) if kind == "pda" else [value]
+        for v in values:
+            row: dict[str, Any] = {"source": _state(q), "symbol": _sym(x, "symbol"),
+                                   "pop": _sym(s, "stack symbol")}
+            if kind == "dpdt":
+                q2, y, gamma = v
+                y = tuple(y) if isinstance(y, (tuple, list)) else (() if y is EPSILON else (y,))
+                row["target"] = _state(q2)
+                row["output"] = (_sym(y[0], "output symbol") if len(y) == 1 else
+                                 EPSILON_TEXT if not y else _syms(y, "output symbol"))
+            else:
+                q2, gamma = v
+                row["target"] = _state(q2)
+            row["push"] = _syms(gamma, "stack symbol")
+            rows.append(row)
+    d["transitions"] = rows
+    return d
+
+
+def dumps(machine: Any) -> str:
+    """The machine as JSON text (UTF-8, ε and ⊥ written as such): one top-level field per line,
+    one transition per line."""
+    d = to_dict(machine)
+
+    def one(v: Any) -> str:
+        return json.dumps(v, ensure_ascii=False)
+
+    lines = []
+    for key, value in d.items():
+        if key == "transitions":
+            inner = ",\n".join(f"    {one(row)}" for row in value)
+            text = f"[\n{inner}\n  ]" if value else "[]"
+        else:
+            text = one(value)
+        lines.append(f"  {one(key)}: {text}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
+def save(machine: Any, path: str | os.PathLike) -> None:
+    """Write `machine` to `path` in the JSON format (creating or replacing the file)."""
+    text = dumps(machine)
+    Path(path).write_text(text, encoding="utf-8")
+
+
+# --------------------------------------------------------------------------------------------
+# reading
+# --------------------------------------------------------------------------------------------
+class _Reader:
+    """Validation helpers that raise SpecError with a JSON path (and the file, when known)."""
+
+    def __init__(self, source: str | None):
+        self.source = source
+
+    def fail(self, path: str, message: str) -> NoReturn:
+        if self.source:
+            message = f"{message} (in {self.source})"
+        raise SpecError(path, message)
+
+    def obj(self, value: Any, path: str) -> dict:
+        if not isinstance(value, dict):
+            self.fail(path, f"expected a JSON object, got {_jtype(value)}")
+        return value
+
+    def only(self, obj: dict, path: str, allowed: tuple) -> None:
+        for key in obj:
+            if key not in allowed:
+                self.fail(f"{path}.{key}", f"unknown field {key!r}; allowed fields: "
+                          f"{', '.join(allowed)}")
+
+    def get(self, obj: dict, path: str, key: str, default: Any = ...) -> Any:
+        if key not in obj:
+            if default is ...:
+                self.fail(f"{path}.{key}", f"missing required field {key!r}")
+            return default
+        return obj[key]
+
+    def list(self, value: Any, path: str) -> list:
+        if not isinstance(value, list):
+            self.fail(path, f"expected a JSON list, got {_jtype(value)}")
+        return value
+
+    def int(self, value: Any, path: str, minimum: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(path, f"expected an integer, got {_jtype(value)}")
+        if value < minimum:
+            self.fail(path, f"must be at least {minimum}, got {value}")
+        return value
+
+    def text(self, value: Any, path: str, choices: tuple) -> str:
+        if value not in choices:
+            self.fail(path, f"expected one of {', '.join(map(repr, choices))}, got {value!r}")
+        return value
+
+    def plain(self, value: Any, path: str, what: str) -> str | int:
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            self.fail(path, f"{what} must be a JSON string or integer, got {_jtype(value)}")
+        return value
+
+    def state(self, value: Any, path: str) -> Hashable:
+        """A state: a string, an integer, or a list of states (read as a tuple)."""
+        if isinstance(value, list):
+            return tuple(self.state(v, f"{path}[{i}]") for i, v in enumerate(value))
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            self.fail(path, f"a state must be a JSON string, integer or list of states, got "
+                      f"{_jtype(value)}")
+        return value
+
+    def declared(self, values: Any, path: str, what: str, symbols: bool) -> list:
+        """A duplicate-free list of states or alphabet symbols."""
+        seen: dict = {}
+        out = []
+        for i, v in enumerate(self.list(values, path)):
+            p = f"{path}[{i}]"
+            v = self.plain(v, p, what) if symbols else self.state(v, p)
+            if symbols and isinstance(v, str):
+                if v in _RESERVED:
+                    self.fail(p, f"{v!r} is reserved ({'ε' if v == 'ε' else 'bottom of stack'}) "
+                              f"and cannot be a {what}")
+                if v == "" or v.strip() != v:
+                    self.fail(p, f"{what} {v!r} is empty or has surrounding whitespace")
+            if v in seen:
+                self.fail(p, f"{what} {v!r} is declared twice (first at {path}[{seen[v]}])")
+            seen[v] = i
+            out.append(v)
+        return out
+
+    def member(self, value: Any, path: str, pool: list, what: str, *, eps: bool = False,
+               bottom: bool = False) -> Any:
+        """A reference to a declared state/symbol; ε or ⊥ where allowed (symbols only)."""
+        if what == "state":
+            value = self.state(value, path)
+        else:
+            if eps and (value is None or value == EPSILON_TEXT):
+                return EPSILON
+            if bottom and value == BOTTOM_TEXT:
+                return BOTTOM
+            if value is None or value == EPSILON_TEXT:
+                self.fail(path, f"ε is not allowed here; expected a {what}")
+            if value == BOTTOM_TEXT:
+                self.fail(path, f"⊥ is not allowed here; expected a {what}")
+            value = self.plain(value, path, what)
+        if value not in self._lookup(pool):
+            shown = ", ".join(map(repr, pool[:10])) + (", …" if len(pool) > 10 else "")
+            self.fail(path, f"unknown {what} {value!r}; declared: [{shown}]")
+        return value
+
+    def _lookup(self, pool: list) -> frozenset:
+        cache = self.__dict__.setdefault("_sets", {})
+        if id(pool) not in cache:
+            cache[id(pool)] = (pool, frozenset(pool))  # keep pool alive so its id stays unique
+        return cache[id(pool)][1]
+
+
+def _jtype(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+            list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+
+
+def from_dict(data: Any, source: str | None = None) -> Any:
+    """The machine described by a JSON-ready dict; SpecError (with a JSON path) on any defect."""
+    r = _Reader(source)
+    d = r.obj(data, "$")
+    fmt = r.get(d, "$", "format")
+    if fmt != FORMAT_VERSION:
+        r.fail("$.format", f"unsupported format {fmt!r}; this version of pdanet reads format "
+               f"{FORMAT_VERSION}")
+    kind = r.text(r.get(d, "$", "kind"), "$.kind", KINDS)
+    name = r.get(d, "$", "name", None)
+    if name is not None and not isinstance(name, str):
+        r.fail("$.name", f"expected a string, got {_jtype(name)}")
+    try:
+        return _READERS[kind](r, d, name)
+    except SpecError:
+        raise
+    except PdanetError as exc:  # the constructor found a defect the checks above did not
+        r.fail("$", f"{type(exc).__name__}: {exc}")
+
+
+def _read_dyck(r: _Reader, d: dict, name: str | None) -> DyckKM:
+    r.only(d, "$", ("format", "kind", "k", "m") + _TOP_OPTIONAL)
+    k = r.int(r.get(d, "$", "k"), "$.k", 1)
+    m = r.int(r.get(d, "$", "m"), "$.m", 1)
+    return DyckKM(k, m)
+
+
+def _read_common(r: _Reader, d: dict, alphabet_key: str,
+                 many_starts: bool = False) -> tuple[list, list, Any, list]:
+    states = r.declared(r.get(d, "$", "states"), "$.states", "state", symbols=False)
+    alphabet = r.declared(r.get(d, "$", alphabet_key), f"$.{alphabet_key}", "symbol", True)
+    start = r.get(d, "$", "start")
+    if many_starts and isinstance(start, list):
+        if not start:
+            r.fail("$.start", "an NFA needs at least one start state")
+        start = [r.member(q, f"$.start[{i}]", states, "state") for i, q in enumerate(start)]
+    else:
+        start = r.member(start, "$.start", states, "state")
+    acc_raw = r.list(r.get(d, "$", "accepting", []), "$.accepting")
+    accepting = [r.member(q, f"$.accepting[{i}]", states, "state") for i, q in enumerate(acc_raw)]
+    return states, alphabet, start, accepting
+
+
+def _rows(r: _Reader, d: dict, fields: tuple, optional: tuple = ()) -> list[tuple[str, dict]]:
+    rows = r.list(r.get(d, "$", "transitions"), "$.transitions")
+    out = []
+    for i, row in enumerate(rows):
+        p = f"$.transitions[{i}]"
+        row = r.obj(row, p)
+        r.only(row, p, fields + optional)
+        for f in fields:
+            r.get(row, p, f)
+        out.append((p, row))
+    return out
+
+
+def _read_fa(r: _Reader, d: dict, name: str | None) -> Any:
+    kind = d["kind"]
+    extra = ("output_alphabet",) if kind == "mealy" else ("output_kind",) if kind == "dfa" else ()
+    r.only(d, "$", ("format", "kind", "states", "alphabet", "start", "accepting", "transitions")
+           + extra + _TOP_OPTIONAL)
+    states, alphabet, start, accepting = _read_common(r, d, "alphabet", kind == "nfa")
+    outs = None
+    if kind == "mealy":
+        outs = r.declared(r.get(d, "$", "output_alphabet"), "$.output_alphabet",
+                          "output symbol", True)
+    fields = ("source", "symbol", "target") + (("output",) if kind == "mealy" else ())
+    trans: dict = {}
+    first: dict = {}
+    outputs: dict = {}
+    for p, row in _rows(r, d, fields):
+        q = r.member(row["source"], f"{p}.source", states, "state")
+        a = r.member(row["symbol"], f"{p}.symbol", alphabet, "symbol", eps=kind == "nfa")
+        t = r.member(row["target"], f"{p}.target", states, "state")
+        if kind == "nfa":
+            trans.setdefault((q, a), set()).add(t)
+            continue
+        if (q, a) in trans:
+            r.fail(p, f"second transition from state {q!r} on {a!r} (first at {first[(q, a)]}); "
+                   "a DFA has at most one: use kind 'nfa' for a nondeterministic automaton")
+        trans[(q, a)], first[(q, a)] = t, p
+        if kind == "mealy":
+            outputs[(q, a)] = r.member(row["output"], f"{p}.output", outs, "output symbol")
+    if kind == "nfa":
+        return _cls("nfa")(states, alphabet, trans, start, accepting, name=name)
+    if kind == "mealy":
+        return DFA(states, alphabet, trans, start, accepting, outputs=outputs,
+                   output_alphabet=outs, name=name)
+    output_kind = r.text(r.get(d, "$", "output_kind", "accept"), "$.output_kind",
+                         ("accept", "next_set"))
+    return DFA(states, alphabet, trans, start, accepting, output_kind=output_kind, name=name)
+
+
+def _read_pushdown(r: _Reader, d: dict, name: str | None) -> Any:
+    kind = d["kind"]
+    top = ("format", "kind", "states", "input_alphabet", "stack_alphabet", "start", "accepting",
+           "transitions") + _TOP_OPTIONAL
+    top += ("output_alphabet",) if kind == "dpdt" else ("acceptance",)
+    r.only(d, "$", top)
+    states, alphabet, start, accepting = _read_common(r, d, "input_alphabet")
+    stack = r.declared(r.get(d, "$", "stack_alphabet"), "$.stack_alphabet", "stack symbol", True)
+    outs = None
+    if kind == "dpdt":
+        outs = r.declared(r.get(d, "$", "output_alphabet"), "$.output_alphabet",
+                          "output symbol", True)
+    fields = ("source", "symbol", "pop", "target", "push") + (("output",) if kind == "dpdt" else ())
+    trans: dict = {}
+    first: dict = {}
+    for p, row in _rows(r, d, fields):
+        q = r.member(row["source"], f"{p}.source", states, "state")
+        x = r.member(row["symbol"], f"{p}.symbol", alphabet, "input symbol", eps=True)
+        s = r.member(row["pop"], f"{p}.pop", stack, "stack symbol", bottom=True)
+        t = r.member(row["target"], f"{p}.target", states, "state")
+        push = r.list(row["push"], f"{p}.push")
+        gamma = tuple(r.member(g, f"{p}.push[{j}]", stack, "stack symbol", bottom=True)
+                      for j, g in enumerate(push))
+        for j, g in enumerate(gamma):
+            if g is BOTTOM and not (s is BOTTOM and j == len(gamma) - 1):
+                r.fail(f"{p}.push[{j}]", "⊥ may only be pushed back as the last symbol by a "
+                       "transition that pops ⊥")
+        if s is BOTTOM and (not gamma or gamma[-1] is not BOTTOM):
+            r.fail(f"{p}.push", "a transition that pops ⊥ must push it back as the last symbol "
+                   "(⊥ never leaves the stack): e.g. [\"A\", \"⊥\"] or [\"⊥\"]")
+        key = (q, x, s)
+        if kind == "pda":
+            trans.setdefault(key, set()).add((t, gamma))
+            continue
+        if key in trans:
+            r.fail(p, f"second transition on (state {q!r}, input {symbol_str(x)}, top "
+                   f"{symbol_str(s)}) (first at "
+                   f"{first[key]}); a deterministic machine has at most one: use kind 'pda'")
+        first[key] = p
+        if kind == "dpdt":
+            y = row["output"]
+            if isinstance(y, list):
+                y = tuple(r.member(v, f"{p}.output[{j}]", outs, "output symbol")
+                          for j, v in enumerate(y))
+            else:
+                y = r.member(y, f"{p}.output", outs, "output symbol", eps=True)
+            trans[key] = (t, y, gamma)
+        else:
+            trans[key] = (t, gamma)
+    if kind == "dpdt":
+        return _cls("dpdt")(states, alphabet, outs, stack, trans, start, accepting, name=name)
+    acceptance = r.text(r.get(d, "$", "acceptance", "final_state"), "$.acceptance",
+                        ("final_state", "empty_stack"))
+    return _cls(kind)(states, alphabet, stack, trans, start, accepting, acceptance=acceptance,
+                      name=name)
+
+
+_READERS: dict[str, Callable[[_Reader, dict, str | None], Any]] = {
+    "dfa": _read_fa, "mealy": _read_fa, "nfa": _read_fa, "dyck": _read_dyck,
+    "dpda": _read_pushdown, "pda": _read_pushdown, "dpdt": _read_pushdown,
+}
+
+
+def loads(text: str, source: str | None = None) -> Any:
+    """The machine described by JSON text; SpecError with line and column for malformed JSON."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        _Reader(source).fail("$", f"malformed JSON at line {exc.lineno}, column {exc.colno}: "
+                             f"{exc.msg}")
+    return from_dict(data, source)
+
+
+def _read_text(path: str | os.PathLike) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"machine file {str(path)!r} does not exist") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError("$", f"{str(path)!r} is not UTF-8 text ({exc.reason} at byte "
+                        f"{exc.start})") from None
+    except OSError as exc:
+        raise InputError(f"cannot read machine file {str(path)!r}: {exc.strerror}") from None
+
+
+def load(path: str | os.PathLike) -> Any:
+    """Read a machine file: the JSON format, or JFLAP XML when the name ends in ``.jff``."""
+    if str(path).lower().endswith(".jff"):
+        return load_jflap(path)
+    return loads(_read_text(path), source=str(path))
+
+
+# --------------------------------------------------------------------------------------------
+# JFLAP
+# --------------------------------------------------------------------------------------------
+JFLAP_BOTTOM = "Z"
+
+
+def load_jflap(path: str | os.PathLike) -> Any:
+    """Import a JFLAP ``.jff`` file of type ``fa`` (→ DFA, or NFA when nondeterministic),
+    ``mealy`` (→ Mealy DFA) or ``pda`` (→ DPDA, or PDA when nondeterministic).
+
+    JFLAP's empty ``<read/>`` is ε. JFLAP symbols are single characters; pop and push strings are
+    read one symbol per character, leftmost on top (the orientation of our machines). The initial
+    stack symbol ``Z`` becomes ⊥. A transition with an empty pop (JFLAP: "do not look at the
+    stack") becomes one transition per stack symbol, which pops that symbol and pushes it back
+    under the pushed string. The acceptance mode is ``final_state`` (JFLAP asks at run time).
+    State names are JFLAP's names when unique, otherwise the ids. Errors are SpecErrors whose
+    path is an XPath-like location such as ``/structure/automaton/transition[2]/to``.
+    """
+    source = str(path)
+    r = _Reader(source)
+    text = _read_text(path)
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as exc:
+        line, col = exc.position
+        r.fail("/", f"malformed XML at line {line}, column {col + 1}")
+    if root.tag != "structure":
+        r.fail("/", f"expected a JFLAP <structure> root element, got <{root.tag}>")
+    typ = (root.findtext("type") or "").strip()
+    if typ not in ("fa", "pda", "mealy"):
+        r.fail("/structure/type", f"JFLAP type {typ!r} is not supported; supported: fa, mealy, "
+               "pda")
+    auto = root.find("automaton")
+    base = "/structure/automaton"
+    if auto is None:
+        auto, base = root, "/structure"
+    ids, names, initial, finals = [], {}, [], []
+    for i, st in enumerate(auto.findall("state"), start=1):
+        p = f"{base}/state[{i}]"
+        sid = st.get("id")
+        if sid is None:
+            r.fail(f"{p}/@id", "missing attribute 'id'")
+        if sid in names:
+            r.fail(f"{p}/@id", f"state id {sid!r} occurs twice")
+        ids.append(sid)
+        names[sid] = st.get("name") or sid
+        if st.find("initial") is not None:
+            initial.append(sid)
+        if st.find("final") is not None:
+            finals.append(sid)
+    if not ids:
+        r.fail(base, "the automaton has no states")
+    label = dict(names) if len(set(names.values())) == len(names) else {s: s for s in ids}
+    if len(initial) != 1:
+        r.fail(base, f"expected exactly one initial state, found {len(initial)}")
+    rows = []
+    for i, tr in enumerate(auto.findall("transition"), start=1):
+        p = f"{base}/transition[{i}]"
+        row = {}
+        for tag in ("from", "to", "read") + (("pop", "push") if typ == "pda" else ()) + (
+                ("transout",) if typ == "mealy" else ()):
+            el = tr.find(tag)
+            if el is None:
+                if tag in ("from", "to"):
+                    r.fail(f"{p}/{tag}", f"missing <{tag}>")
+                row[tag] = ""
+            else:
+                row[tag] = (el.text or "").strip()
+        for tag in ("from", "to"):
+            if row[tag] not in names:
+                r.fail(f"{p}/{tag}", f"unknown state id {row[tag]!r}")
+        rows.append((p, row))
+    states = [label[s] for s in ids]
+    start = label[initial[0]]
+    accepting = [label[s] for s in finals]
+    reads = sorted({c for _, row in rows for c in row["read"]})
+    if typ == "pda":
+        return _jflap_pda(r, rows, label, states, reads, start, accepting)
+    for p, row in rows:
+        if len(row["read"]) > 1:
+            r.fail(f"{p}/read", f"reads the string {row['read']!r}; split multi-symbol "
+                   "transitions into one transition per symbol")
+    trans: dict = {}
+    for p, row in rows:
+        key = (label[row["from"]], row["read"] or EPSILON)
+        trans.setdefault(key, []).append((p, label[row["to"]], row.get("transout", "")))
+    deterministic = all(k[1] is not EPSILON and len(v) == 1 for k, v in trans.items())
+    if typ == "mealy":
+        if not deterministic:
+            r.fail(base, "a JFLAP Mealy machine must be deterministic without λ-moves")
+        outputs = {}
+        for key, [(p, _, y)] in trans.items():
+            if len(y) != 1:
+                r.fail(f"{p}/transout", f"output {y!r} is not one symbol; pdanet Mealy machines "
+                       "emit exactly one symbol per transition")
+            outputs[key] = y
+        return DFA(states, reads, {k: v[0][1] for k, v in trans.items()}, start, accepting,
+                   outputs=outputs, output_alphabet=sorted(set(outputs.values())),
+                   name=Path(source).stem)
+    if deterministic:
+        return DFA(states, reads, {k: v[0][1] for k, v in trans.items()}, start, accepting,
+                   name=Path(source).stem)
+    return _cls("nfa")(states, reads, {k: {t for _, t, _ in v} for k, v in trans.items()},
+                       start, accepting)
+
+
+def _jflap_pda(r: _Reader, rows: list, label: dict, states: list, reads: list, start: Any,
+               accepting: list) -> Any:
+    def stack_sym(c: str) -> Any:
+        return BOTTOM if c == JFLAP_BOTTOM else c
+
+    for p, row in rows:
+        if len(row["read"]) > 1:
+            r.fail(f"{p}/read", f"reads the string {row['read']!r}; pdanet machines read one "
+                   "symbol per transition")
+        if len(row["pop"]) > 1:
+            r.fail(f"{p}/pop", f"pops the string {row['pop']!r}; pdanet machines pop one "
+                   "symbol per transition: split it with intermediate ε-moves")
+    stack_chars = sorted({c for _, row in rows for c in row["pop"] + row["push"]}
+                         - {JFLAP_BOTTOM})
+    pool = [BOTTOM] + stack_chars
+    trans: dict = {}
+    for p, row in rows:
+        x = row["read"] or EPSILON
+        push = tuple(stack_sym(c) for c in row["push"])
+        pops = [stack_sym(row["pop"])] if row["pop"] else pool
+        for s in pops:
+            gamma = push if row["pop"] else push + (s,)
+            if BOTTOM in gamma[:-1] or (s is BOTTOM) != (gamma[-1:] == (BOTTOM,)):
+                where = "pop" if s is BOTTOM else "push"
+                r.fail(f"{p}/{where}", f"pops {symbol_str(s)} and pushes {row['push']!r}: pdanet "
+                       f"keeps {JFLAP_BOTTOM} (⊥) at the bottom for good, so a transition that "
+                       f"pops {JFLAP_BOTTOM} must push it back last, and no other may push it")
+            trans.setdefault((label[row["from"]], x, s), set()).add((label[row["to"]], gamma))
+    pda = _cls("pda")(states, reads, stack_chars, trans, start, accepting,
+                      acceptance="final_state")
+    if not pda.is_deterministic:
+        return pda
+    det = {k: next(iter(v)) for k, v in trans.items()}
+    return _cls("dpda")(states, reads, stack_chars, det, start, accepting,
+                        acceptance="final_state")
+
+
+def symbol_str(symbol: Any) -> str:
+    return EPSILON_TEXT if symbol is EPSILON else BOTTOM_TEXT if symbol is BOTTOM else repr(symbol)
+
+
+__all__ = [
+    "FORMAT_VERSION",
+    "KINDS",
+    "dumps",
+    "from_dict",
+    "kind_of",
+    "load",
+    "load_jflap",
+    "loads",
+    "save",
+    "to_dict",
+]
