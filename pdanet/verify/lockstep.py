@@ -1,0 +1,358 @@
+"""Run a machine and its compiled network side by side on the same strings and compare.
+
+At every step t = 0 … len(s) of every checked string s, two things are compared: (a) each field
+that the network decodes (``net.decode(states)``) and the machine's batch simulator also has
+(``"state"``, ``"stack"``, ``"depth"``, …), and (b) the network's readout (``net.readout(logits)``)
+with the machine's ``"output"``. Only live prefixes are compared (a dead prefix is outside the
+language's prefix set; what a network does there is unspecified).
+
+Strings come in phases, checked in this order and stopping at the first disagreement:
+
+1. ``given``: explicit strings passed by the caller, in the order given;
+2. ``exhaustive``: every live prefix of length ≤ ``max_length``, in shortlex order;
+3. ``random``: random live strings (lengths uniform in ``sample_lengths``), shortest first;
+4. ``long``: strings of ``long_length`` symbols that keep the stack busy.
+
+The counterexample is therefore the first failing string in that order and the first failing
+step within it; at one step the fields are compared in the machine's field order, output last.
+All comparisons are whole-array numpy operations per batch; the only loop is over batches. The
+network runs in a worker thread while the machine simulates the same batch (torch releases the
+GIL), so on two or more cores a batch costs about max(network, machine) plus the comparison.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from pdanet.automata.base import Machine
+from pdanet.errors import InputError, VerificationError
+from pdanet.verify import strings as S
+from pdanet.verify.report import Counterexample, PhaseResult, Report, readable
+
+DEFAULT_MAX_BATCH_STEPS = 1 << 19  # positions (rows × (T+1)) per network call
+
+
+@dataclass(frozen=True)
+class BatchOutcome:
+    """Result of comparing one batch: positions compared and the first failure, if any."""
+
+    strings: int
+    steps: int
+    fields: tuple[str, ...]
+    failure: tuple[int, int, str] | None = None  # (row, step, field)
+    expected: Any = None
+    got: Any = None
+
+
+def _device(net) -> torch.device:
+    for p in net.module.parameters():
+        return p.device
+    for b in net.module.buffers():
+        return b.device
+    return torch.device("cpu")
+
+
+def _run_net(net, ids: np.ndarray) -> dict[str, np.ndarray]:
+    """The network's decoded fields and its readout (as ``"output"``) on a padded batch."""
+    with torch.no_grad():
+        states, logits = net.forward(torch.as_tensor(ids, device=_device(net)))
+    got = dict(net.decode(states))
+    got["output"] = net.readout(logits)
+    return got
+
+
+def _positions_differ(expected: np.ndarray, got: np.ndarray) -> np.ndarray:
+    """(B, T+1) bool: positions where any entry of a (B, T+1, ...) field differs.
+
+    Trailing entries are counted with one float32 matrix-vector product (exact for 0/1 counts),
+    which is several times faster than ``.any(axis=-1)`` over a short last axis."""
+    diff = expected != got
+    if diff.ndim == 2:
+        return diff
+    B, T1 = diff.shape[:2]
+    flat = diff.reshape(B * T1, -1)
+    if flat.shape[1] == 1:
+        return flat[:, 0].reshape(B, T1)
+    counts = flat.view(np.uint8).astype(np.float32) @ np.ones(flat.shape[1], dtype=np.float32)
+    return (counts > 0).reshape(B, T1)
+
+
+def compare_batch(machine: Machine, net, ids: np.ndarray, lengths: np.ndarray,
+                  check_live: bool = True, executor: Executor | None = None) -> BatchOutcome:
+    """Run machine and network on one padded batch and find its first disagreement.
+
+    Positions compared: t ≤ length, and (with ``check_live``) only where the prefix is live.
+    With an ``executor`` the network runs in a worker thread while the machine is simulated
+    (torch releases the GIL during the forward pass, so the two overlap).
+    """
+    ids = np.asarray(ids, dtype=np.int64)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    B, T = ids.shape
+    if executor is None:
+        trace = machine.run_batch(ids, lengths)
+        got = _run_net(net, ids)
+    else:
+        pending = executor.submit(_run_net, net, ids)
+        try:
+            trace = machine.run_batch(ids, lengths)
+        finally:
+            wait([pending])
+        got = pending.result()
+    expected = dict(trace.fields)
+    if "output" not in expected:
+        raise VerificationError(
+            f"{type(machine).__name__}.run_batch returned no 'output' field; the verifier needs "
+            "the machine's output at every step"
+        )
+    names = [n for n in expected if n in got and n != "output"] + ["output"]
+
+    mask = np.arange(T + 1)[None, :] <= lengths[:, None]
+    if check_live:
+        dead = S.dead_batch(machine, expected)
+        if dead is not None:
+            mask &= ~dead
+        else:
+            mask &= S.live_mask(machine, ids, lengths, expected)
+
+    bad_any = np.zeros((B, T + 1), dtype=bool)
+    bad_by_field = []
+    for name in names:
+        e, g = np.asarray(expected[name]), np.asarray(got[name])
+        if e.shape != g.shape:
+            what = "readout" if name == "output" else f"decoded field {name!r}"
+            raise VerificationError(
+                f"the network's {what} has shape {g.shape} but the machine's has {e.shape}; the "
+                "decoder/reader must return arrays in the machine's run_batch format"
+            )
+        diff = _positions_differ(e, g)
+        diff &= mask
+        bad_by_field.append(diff)
+        bad_any |= diff
+    steps = int(mask.sum())
+    rows_bad = bad_any.any(axis=1)
+    if not rows_bad.any():
+        return BatchOutcome(B, steps, tuple(names))
+    b = int(rows_bad.argmax())
+    t = int(bad_any[b].argmax())
+    name = next(n for n, d in zip(names, bad_by_field) if d[b, t])
+    steps_done = int(mask[:b].sum()) + int(mask[b, : t + 1].sum())
+    return BatchOutcome(b + 1, steps_done, tuple(names), (b, t, name),
+                        expected[name][b, t], np.asarray(got[name])[b, t])
+
+
+def _batches(ids: np.ndarray, lengths: np.ndarray, batch_size: int, max_batch_steps: int
+             ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Consecutive slices of at most `batch_size` rows and about `max_batch_steps` positions,
+    each trimmed to its longest string (but at least one step wide)."""
+    n = len(lengths)
+    lo = 0
+    while lo < n:
+        width = int(lengths[lo:lo + batch_size].max(initial=0)) + 1
+        rows = max(1, min(batch_size, max_batch_steps // width))
+        hi = min(n, lo + rows)
+        T = int(lengths[lo:hi].max(initial=0))
+        if T == 0:  # only empty strings: give the network one (uncompared) padding step,
+            yield np.full((hi - lo, 1), -1, dtype=np.int64), lengths[lo:hi]  # torch RNNs need T ≥ 1
+        else:
+            yield ids[lo:hi, :T], lengths[lo:hi]
+        lo = hi
+
+
+@dataclass(frozen=True)
+class _Phase:
+    name: str
+    description: str
+    make: Callable[[], tuple[np.ndarray, np.ndarray]]
+    check_live: bool
+    want_length: int | None = None  # every string should have this length (long phase)
+
+
+def _resolve_dtype(dtype: Any) -> torch.dtype | None:
+    if dtype is None or isinstance(dtype, torch.dtype):
+        return dtype
+    found = getattr(torch, str(dtype), None)
+    if not isinstance(found, torch.dtype):
+        raise InputError(f"unknown dtype {dtype!r}; use e.g. torch.float64 or 'float64'")
+    return found
+
+
+def verify(
+    machine: Machine,
+    net,
+    max_length: int | None = 6,
+    samples: int = 1000,
+    long_length: int = 1000,
+    long_samples: int = 16,
+    dtype: Any = None,
+    batch_size: int = 1024,
+    seed: int = 0,
+    progress: bool = False,
+    *,
+    strings: Sequence | None = None,
+    sample_lengths: int | tuple[int, int] | None = None,
+    busy: float = 0.7,
+    max_strings: int = S.DEFAULT_MAX_STRINGS,
+    max_batch_steps: int = DEFAULT_MAX_BATCH_STEPS,
+) -> Report:
+    """Check that `net` agrees with `machine` at every step of every checked string.
+
+    ``max_length``: every live prefix up to this length (None: skip); ``samples`` random live
+    strings with lengths uniform in ``sample_lengths`` (default ``(0, max_length)``, or (0, 16)
+    without an exhaustive phase);
+    ``long_samples`` strings of ``long_length`` symbols kept busy (``machine.sample(..., busy=)``
+    when available); ``strings``: explicit strings checked first (InputError names any symbol
+    outside the alphabet). ``dtype`` rebuilds the network in that dtype first
+    (`CompiledNetwork.with_scale`). Raises VerificationError when the check cannot be carried out
+    (too many prefixes: lower ``max_length``; decoder shapes that do not match the machine's).
+    """
+    if batch_size < 1:
+        raise InputError(f"batch_size must be ≥ 1, got {batch_size}")
+    for label, v in (("samples", samples), ("long_samples", long_samples),
+                     ("long_length", long_length)):
+        if v < 0:
+            raise InputError(f"{label} must be ≥ 0, got {v}")
+    compiled_for = getattr(net, "machine", machine)
+    if compiled_for is not machine and compiled_for != machine:
+        raise VerificationError(
+            f"the network was compiled for {compiled_for!r}, not for {machine!r}")
+    torch_dtype = _resolve_dtype(dtype)
+    if torch_dtype is not None:
+        net = net.with_scale(dtype=torch_dtype)
+    rng = np.random.default_rng(seed)
+
+    phases: list[_Phase] = []
+    if strings is not None:
+        given = S.encode_strings(machine, strings)  # validates symbols before any work
+        phases.append(_Phase("given", f"{len(given[1])} explicit strings", lambda: given, True))
+    if max_length is not None:
+        if max_length < 0:
+            raise InputError(f"max_length must be ≥ 0 or None, got {max_length}")
+
+        def exhaustive():
+            levels = S.live_prefixes(machine, max_length, max_strings)
+            ids = np.full((sum(len(x) for x in levels), max_length), -1, dtype=np.int64)
+            lengths = np.concatenate([np.full(len(x), n, dtype=np.int64)
+                                      for n, x in enumerate(levels)])
+            row = 0
+            for n, x in enumerate(levels):
+                ids[row:row + len(x), :n] = x
+                row += len(x)
+            return ids, lengths
+
+        phases.append(_Phase("exhaustive", f"every live prefix of length ≤ {max_length}",
+                             exhaustive, False))
+    if samples > 0:
+        default_hi = max_length if max_length is not None else 16
+        rng_lengths = sample_lengths if sample_lengths is not None else (0, default_hi)
+        lo_hi = S.length_range(rng_lengths)
+
+        def random_phase():
+            ids, lengths = S.random_live_strings(machine, samples, lo_hi, rng)
+            order = np.argsort(lengths, kind="stable")
+            return ids[order], lengths[order]
+
+        phases.append(_Phase("random", f"{samples} random live strings, lengths "
+                                       f"{lo_hi[0]}–{lo_hi[1]}", random_phase, True))
+    if long_samples > 0 and long_length > 0:
+        phases.append(_Phase("long", f"{long_samples} busy strings of length {long_length}",
+                             lambda: S.long_strings(machine, long_samples, long_length, rng,
+                                                    busy=busy), True, long_length))
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pdanet-verify") as executor:
+        results, cex, fields, notes = _check_phases(machine, net, phases, batch_size,
+                                                    max_batch_steps, progress, executor)
+    done = {p.name for p in results if p.complete}
+    if {"exhaustive", "random"} <= done and lo_hi[1] <= max_length:
+        notes.append("the random strings were no longer than max_length, so the exhaustive phase "
+                     "already covered them; pass sample_lengths=(low, high) to go beyond")
+    seconds = time.perf_counter() - start
+    return Report(
+        ok=cex is None,
+        machine=str(getattr(machine, "name", None) or repr(machine)),
+        network=str(getattr(net, "construction", type(net).__name__)),
+        fields=fields,
+        strings_checked=sum(p.strings for p in results),
+        steps_checked=sum(p.steps for p in results),
+        phases=tuple(results),
+        seconds=seconds,
+        counterexample=cex,
+        notes=tuple(notes),
+        dtype=str(getattr(net, "dtype", "")).replace("torch.", ""),
+    )
+
+
+def _check_phases(machine: Machine, net, phases: list[_Phase], batch_size: int,
+                  max_batch_steps: int, progress: bool, executor: Executor
+                  ) -> tuple[list[PhaseResult], Counterexample | None, tuple[str, ...], list[str]]:
+    """Check the phases in order, stopping at the first counterexample."""
+    results: list[PhaseResult] = []
+    notes: list[str] = []
+    cex = None
+    fields: tuple[str, ...] = ()
+    for phase in phases:
+        t0 = time.perf_counter()
+        ids, lengths = phase.make()
+        if phase.want_length is not None and (lengths < phase.want_length).any():
+            short = int((lengths < phase.want_length).sum())
+            notes.append(f"{short} of the {phase.name} strings stop before length "
+                         f"{phase.want_length}: their walk reached a live configuration with no "
+                         "live extension")
+        n_strings = n_steps = 0
+        bar = _progress(progress, phase.name, int((lengths + 1).sum()))
+        try:
+            for bids, blens in _batches(ids, lengths, batch_size, max_batch_steps):
+                out = compare_batch(machine, net, bids, blens, check_live=phase.check_live,
+                                    executor=executor)
+                n_strings += out.strings
+                n_steps += out.steps
+                fields = fields or out.fields
+                if bar is not None:
+                    bar.update(int((blens + 1).sum()))
+                if out.failure is not None:
+                    b, t, name = out.failure
+                    cex = _counterexample(machine, phase.name, bids[b, : blens[b]], t, name,
+                                          out.expected, out.got)
+                    break
+        finally:
+            if bar is not None:
+                bar.close()
+        results.append(PhaseResult(phase.name, phase.description, n_strings, n_steps,
+                                   time.perf_counter() - t0, complete=cex is None))
+        if cex is not None:
+            break
+    return results, cex, fields, notes
+
+
+def _counterexample(machine: Machine, phase: str, ids: np.ndarray, t: int, name: str,
+                    expected: Any, got: Any) -> Counterexample:
+    symbols = machine.alphabet.decode(ids)
+    config = machine.trace(symbols)[t].config
+    return Counterexample(
+        phase=phase,
+        string=symbols,
+        formatted=machine.alphabet.format(symbols),
+        step=t,
+        field=name,
+        expected=readable(machine, name, expected),
+        got=readable(machine, name, got),
+        config=config,
+    )
+
+
+def _progress(enabled: bool, name: str, total: int):
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=f"verify {name}", unit="step", unit_scale=True, leave=False)
+
+
+__all__ = ["BatchOutcome", "compare_batch", "verify"]
