@@ -1,0 +1,78 @@
+"""Differentiable memories as parameter-free torch modules, batched and vectorised over cells.
+
+Every module has ``init_state(...)``, ``step(state, actions) -> (state, reading)``,
+``scan(actions over time, state=None) -> (state, readings)``, ``forward(...) -> readings (B, T, m)``
+and ``contents(state, threshold=0.5)`` (the discrete contents per batch element). States are
+frozen dataclasses of tensors; actions are NamedTuples of tensors produced by a controller.
+
+- `NeuralStack`, `NeuralQueue`, `NeuralDeQue`: Grefenstette et al. (2015), stratified (multi-pop).
+- `SuperpositionStack`: Joulin & Mikolov (2015) as in DuSell & Chiang (2022), optional depth limit.
+- `SuzgunStack`, `BabyNTM`: Suzgun et al. (2019).
+- `InputBuffer`, `OutputBuffer`: Hao et al. (2018) §2.3 (ε-steps on input and output).
+"""
+
+from pdanet.constructions.stacks.buffered import BufferState, InputBuffer, OutputBuffer
+from pdanet.constructions.stacks.grefenstette import (
+    DequeActions,
+    DequeReading,
+    DequeState,
+    NeuralDeQue,
+    NeuralQueue,
+    NeuralStack,
+    StackActions,
+    StratifiedState,
+)
+from pdanet.constructions.stacks.superposition import (
+    NOOP,
+    POP,
+    PUSH,
+    SuperpositionActions,
+    SuperpositionStack,
+    SuperpositionState,
+)
+from pdanet.constructions.stacks.suzgun import (
+    NTM_NOOP,
+    POP_LEFT,
+    POP_RIGHT,
+    ROTATE_LEFT,
+    ROTATE_RIGHT,
+    S_POP,
+    S_PUSH,
+    BabyNTM,
+    BabyNTMActions,
+    MemoryState,
+    SuzgunActions,
+    SuzgunStack,
+)
+
+__all__ = [
+    "NOOP",
+    "NTM_NOOP",
+    "POP",
+    "POP_LEFT",
+    "POP_RIGHT",
+    "PUSH",
+    "ROTATE_LEFT",
+    "ROTATE_RIGHT",
+    "S_POP",
+    "S_PUSH",
+    "BabyNTM",
+    "BabyNTMActions",
+    "BufferState",
+    "DequeActions",
+    "DequeReading",
+    "DequeState",
+    "InputBuffer",
+    "MemoryState",
+    "NeuralDeQue",
+    "NeuralQueue",
+    "NeuralStack",
+    "OutputBuffer",
+    "StackActions",
+    "StratifiedState",
+    "SuperpositionActions",
+    "SuperpositionStack",
+    "SuperpositionState",
+    "SuzgunActions",
+    "SuzgunStack",
+]

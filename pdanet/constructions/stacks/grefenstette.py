@@ -1,0 +1,305 @@
+"""Stratified memories of Grefenstette et al. (2015): neural Stack (Eqs. 1–3), Queue (Eqs. 1, 4–5)
+and DeQue (Eqs. 6–11), batched over B and vectorised over cells.
+
+Each step pops strength ``u`` (any u ≥ 0; u > 1 pops several cells, as Yogatama et al. note), then
+pushes the value ``v`` with strength ``d``, then reads one unit of strength. Values are never
+changed once written; only strengths move. The state is preallocated for ``max_time`` steps: rows
+at or beyond the current time hold zero values and zero strengths, which leave every sum in the
+equations unchanged. The modules hold no parameters — a controller produces the actions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from pdanet.constructions.stacks.common import (
+    at_time,
+    default_dtype,
+    expect_room,
+    expect_shape,
+    pop_front,
+    pop_top,
+    read_front_weights,
+    read_top_weights,
+    select_rows,
+    weighted_rows,
+)
+from pdanet.errors import InputError
+
+
+@dataclass(frozen=True)
+class StratifiedState:
+    """Stack/queue state after ``time`` steps: ``values`` V (B, N, m) and ``strengths`` s (B, N).
+
+    Row i < time holds the vector pushed at step i+1 (bottom/front = row 0); rows ≥ time are zero.
+    """
+
+    values: torch.Tensor
+    strengths: torch.Tensor
+    time: int
+
+    @property
+    def capacity(self) -> int:
+        return self.strengths.shape[1]
+
+
+class StackActions(NamedTuple):
+    """One step's actions (B,) / (B, m), or a sequence of them (B, T) / (B, T, m)."""
+
+    push: torch.Tensor   # d_t: strength of the pushed value
+    pop: torch.Tensor    # u_t ≥ 0: strength removed before the push
+    value: torch.Tensor  # v_t: the pushed vector
+
+
+class _StratifiedList(nn.Module):
+    """Shared machinery of the Stack and the Queue: they differ only in which end pops and reads."""
+
+    _name = "StratifiedList"
+    _top_first = True
+
+    @staticmethod
+    def _pop(s: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    @staticmethod
+    def _read(s: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def init_state(self, batch: int, width: int, max_time: int, dtype: torch.dtype | None = None,
+                   device: torch.device | str | None = None) -> StratifiedState:
+        """The empty structure (V_0 is 0 × m, s_0 is empty) with room for ``max_time`` steps."""
+        if max_time is None or max_time < 0:
+            raise InputError(f"{self._name}: max_time must be a non-negative int, got {max_time!r}")
+        dtype = default_dtype(dtype)
+        return StratifiedState(torch.zeros(batch, max_time, width, dtype=dtype, device=device),
+                               torch.zeros(batch, max_time, dtype=dtype, device=device), 0)
+
+    def _check(self, state: StratifiedState, actions: StackActions, steps: tuple[int, ...]) -> None:
+        B, N, m = state.values.shape
+        if not isinstance(actions, StackActions):
+            actions = StackActions(*actions)
+        expect_shape(self._name, "push", actions.push, (B, *steps), state.values)
+        expect_shape(self._name, "pop", actions.pop, (B, *steps), state.values)
+        expect_shape(self._name, "value", actions.value, (B, *steps, m),
+                     state.values)
+        expect_room(self._name, state.time, steps[0] if steps else 1, N)
+
+    def step(self, state: StratifiedState, actions: StackActions
+             ) -> tuple[StratifiedState, torch.Tensor]:
+        """One step: pop, push, read. Returns the new state and the reading r_t (B, m)."""
+        actions = StackActions(*actions)
+        self._check(state, actions, ())
+        t, N = state.time, state.capacity
+        s = self._pop(state.strengths[:, :t], actions.pop)                     # Eq. 2 / 4, i < t
+        s = torch.cat([s, actions.push.unsqueeze(1)], 1)                       # Eq. 2 / 4, i = t
+        values = torch.cat([state.values[:, :t], actions.value.unsqueeze(1),   # Eq. 1
+                            state.values[:, t + 1:]], 1)
+        reading = weighted_rows(self._read(s), values[:, :t + 1])              # Eq. 3 / 5
+        return StratifiedState(values, F.pad(s, (0, N - t - 1)), t + 1), reading
+
+    def scan(self, actions: StackActions, state: StratifiedState | None = None
+             ) -> tuple[StratifiedState, torch.Tensor]:
+        """Run T steps (actions with a time axis 1). Returns the final state and readings (B, T, m).
+
+        All pushed values are known up front, so V (Eq. 1) is built once, each step only updates the
+        strength vector, and the readings are one batched product of the (B, T, N) read weights
+        with V.
+        """
+        actions = StackActions(*actions)
+        if actions.push.dim() != 2:
+            raise InputError(f"{self._name}: action 'push' must have shape (batch, time), got "
+                             f"{tuple(actions.push.shape)}")
+        B, T = actions.push.shape
+        if state is None:
+            state = self.init_state(B, actions.value.shape[-1], T, actions.value.dtype,
+                                    actions.value.device)
+        self._check(state, actions, (T,))
+        t0, N = state.time, state.capacity
+        values = torch.cat([state.values[:, :t0], actions.value, state.values[:, t0 + T:]], 1)
+        if T == 0:
+            return state, values.new_zeros(B, 0, values.shape[-1])
+        # Work on the live strengths ordered from the end that pops and reads (the top of a stack,
+        # the front of a queue), so Eqs. 2–5 need only prefix sums: no flips inside the loop.
+        top_first = self._top_first
+        s = state.strengths[:, :t0]
+        s = torch.flip(s, (1,)) if top_first else s
+        weights = []
+        for k in range(T):
+            popped = pop_front(s, actions.pop[:, k])                           # Eq. 2 / 4, i < t
+            d = actions.push[:, k:k + 1]                                       # Eq. 2 / 4, i = t
+            s = torch.cat([d, popped] if top_first else [popped, d], 1)
+            pad = (N - t0 - k - 1, 0) if top_first else (0, N - t0 - k - 1)
+            weights.append(F.pad(read_front_weights(s), pad))                  # Eq. 3 / 5
+        W = torch.stack(weights, 1)
+        readings = torch.bmm(W, torch.flip(values, (1,)) if top_first else values)
+        s = torch.flip(s, (1,)) if top_first else s
+        return StratifiedState(values, F.pad(s, (0, N - t0 - T)), t0 + T), readings
+
+    def forward(self, actions: StackActions, state: StratifiedState | None = None) -> torch.Tensor:
+        """Readings (B, T, m) for a sequence of actions (see `scan`)."""
+        return self.scan(actions, state)[1]
+
+    def contents(self, state: StratifiedState, threshold: float = 0.5) -> list[torch.Tensor]:
+        """Per batch element, the values (k, m) whose strength exceeds ``threshold``, in storage
+        order (stack: bottom first; queue: front first). Meant for saturated states (s ≈ 0 or 1)."""
+        return select_rows(state.values, state.strengths > threshold)
+
+
+class NeuralStack(_StratifiedList):
+    """Grefenstette et al. (2015) neural Stack, Eqs. 1–3: pops and reads at the top."""
+
+    _name = "NeuralStack"
+    _pop = staticmethod(pop_top)
+    _read = staticmethod(read_top_weights)
+
+
+class NeuralQueue(_StratifiedList):
+    """Grefenstette et al. (2015) neural Queue, Eqs. 1, 4–5: pushes at the back, pops and reads at
+    the front (row 0)."""
+
+    _name = "NeuralQueue"
+    _top_first = False
+    _pop = staticmethod(pop_front)
+    _read = staticmethod(read_front_weights)
+
+
+@dataclass(frozen=True)
+class DequeState:
+    """DeQue state after ``time`` steps: ``values`` (B, 2N, m) and ``strengths`` (B, 2N).
+
+    The 2·time live cells are the middle rows N−time … N+time−1 (bottom first); others are zero.
+    """
+
+    values: torch.Tensor
+    strengths: torch.Tensor
+    time: int
+
+    @property
+    def capacity(self) -> int:
+        return self.strengths.shape[1] // 2
+
+    def live(self) -> slice:
+        return slice(self.capacity - self.time, self.capacity + self.time)
+
+
+class DequeActions(NamedTuple):
+    """One step's actions at both ends, (B,) / (B, m), or sequences (B, T) / (B, T, m)."""
+
+    push_top: torch.Tensor
+    pop_top: torch.Tensor
+    value_top: torch.Tensor
+    push_bottom: torch.Tensor
+    pop_bottom: torch.Tensor
+    value_bottom: torch.Tensor
+
+
+class DequeReading(NamedTuple):
+    """Readings at the top and at the bottom, each (B, m) or (B, T, m)."""
+
+    top: torch.Tensor
+    bottom: torch.Tensor
+
+
+class NeuralDeQue(nn.Module):
+    """Grefenstette et al. (2015) neural DeQue, Eqs. 6–11.
+
+    Each step pops from the top (Eq. 7), then from the bottom (Eq. 8), pushes ``v_bot`` below and
+    ``v_top`` above (Eqs. 6, 9), and reads one unit from each end (Eqs. 10, 11). Eq. 7 as printed
+    stops the sums and the index range one cell short of the top (2(t−1)−1); we pop over all
+    2(t−1) cells, which is what the surrounding text describes.
+    """
+
+    _name = "NeuralDeQue"
+
+    def init_state(self, batch: int, width: int, max_time: int, dtype: torch.dtype | None = None,
+                   device: torch.device | str | None = None) -> DequeState:
+        if max_time is None or max_time < 0:
+            raise InputError(f"{self._name}: max_time must be a non-negative int, got {max_time!r}")
+        dtype = default_dtype(dtype)
+        return DequeState(torch.zeros(batch, 2 * max_time, width, dtype=dtype, device=device),
+                          torch.zeros(batch, 2 * max_time, dtype=dtype, device=device), 0)
+
+    def _check(self, state: DequeState, actions: DequeActions, steps: tuple[int, ...]) -> None:
+        B, _, m = state.values.shape
+        for name in ("push_top", "pop_top", "push_bottom", "pop_bottom"):
+            expect_shape(self._name, name, getattr(actions, name), (B, *steps), state.values)
+        for name in ("value_top", "value_bottom"):
+            expect_shape(self._name, name, getattr(actions, name), (B, *steps, m),
+                         state.values)
+        expect_room(self._name, state.time, steps[0] if steps else 1, state.capacity)
+
+    @staticmethod
+    def _strengths(s: torch.Tensor, a: DequeActions) -> torch.Tensor:
+        s = pop_front(pop_top(s, a.pop_top), a.pop_bottom)                       # Eqs. 7, 8
+        return torch.cat([a.push_bottom.unsqueeze(1), s, a.push_top.unsqueeze(1)], 1)  # Eq. 9
+
+    def step(self, state: DequeState, actions: DequeActions) -> tuple[DequeState, DequeReading]:
+        """One step; returns the new state and the readings at both ends (B, m)."""
+        a = DequeActions(*actions)
+        self._check(state, a, ())
+        N, t = state.capacity, state.time
+        live = state.live()
+        s = self._strengths(state.strengths[:, live], a)
+        values = torch.cat([a.value_bottom.unsqueeze(1), state.values[:, live],   # Eq. 6
+                            a.value_top.unsqueeze(1)], 1)
+        reading = DequeReading(weighted_rows(read_top_weights(s), values),        # Eq. 10
+                               weighted_rows(read_front_weights(s), values))      # Eq. 11
+        pad = (N - t - 1, N - t - 1)
+        new = DequeState(torch.cat([state.values[:, :N - t - 1], values, state.values[:, N + t + 1:]],
+                                   1), F.pad(s, pad), t + 1)
+        return new, reading
+
+    def scan(self, actions: DequeActions, state: DequeState | None = None
+             ) -> tuple[DequeState, DequeReading]:
+        """Run T steps; readings (B, T, m) at both ends from one batched product."""
+        a = DequeActions(*actions)
+        if a.push_top.dim() != 2:
+            raise InputError(f"{self._name}: action 'push_top' must have shape (batch, time), got "
+                             f"{tuple(a.push_top.shape)}")
+        B, T = a.push_top.shape
+        if state is None:
+            state = self.init_state(B, a.value_top.shape[-1], T, a.value_top.dtype,
+                                    a.value_top.device)
+        self._check(state, a, (T,))
+        N, t0 = state.capacity, state.time
+        old = state.values
+        values = torch.cat([old[:, :N - t0 - T], torch.flip(a.value_bottom, (1,)),
+                            old[:, N - t0:N + t0], a.value_top, old[:, N + t0 + T:]], 1)
+        s = state.strengths[:, state.live()]
+        tops, bottoms = [], []
+        for k in range(T):
+            s = self._strengths(s, at_time(a, k))
+            pad = (N - t0 - k - 1, N - t0 - k - 1)
+            tops.append(F.pad(read_top_weights(s), pad))
+            bottoms.append(F.pad(read_front_weights(s), pad))
+        if T == 0:
+            empty = values.new_zeros(B, 0, values.shape[-1])
+            return state, DequeReading(empty, empty)
+        readings = torch.bmm(torch.stack(tops + bottoms, 1), values)
+        pad = (N - t0 - T, N - t0 - T)
+        return (DequeState(values, F.pad(s, pad), t0 + T),
+                DequeReading(readings[:, :T], readings[:, T:]))
+
+    def forward(self, actions: DequeActions, state: DequeState | None = None) -> DequeReading:
+        return self.scan(actions, state)[1]
+
+    def contents(self, state: DequeState, threshold: float = 0.5) -> list[torch.Tensor]:
+        """Per batch element, the values (k, m) whose strength exceeds ``threshold``, bottom first."""
+        return select_rows(state.values, state.strengths > threshold)
+
+
+__all__ = [
+    "DequeActions",
+    "DequeReading",
+    "DequeState",
+    "NeuralDeQue",
+    "NeuralQueue",
+    "NeuralStack",
+    "StackActions",
+    "StratifiedState",
+]
