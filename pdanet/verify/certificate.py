@@ -29,8 +29,8 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections import deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sps
@@ -81,6 +81,7 @@ class Certificate:
     machine: str
     failing: FailingCase | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    kernel: str = "ulp"
 
     @property
     def margin(self) -> float:
@@ -97,7 +98,7 @@ class Certificate:
             head = "NOT CERTIFIED"
         lines = [
             f"{head}: {self.construction} for {self.machine}",
-            f"  dtype {self.dtype}, β = {self.scale}, ε = {self.eps:g}",
+            f"  dtype {self.dtype}, β = {self.scale}, ε = {self.eps:g}, kernel model {self.kernel}",
             (f"  {self.configs:,} abstract configurations, {self.cases:,} (configuration, symbol) "
             f"cases, {self.seconds:.2f} s"),
             f"  smallest slack: state {self.state_margin:.3g}, readout {self.readout_margin:.3g}",
@@ -116,100 +117,89 @@ class Certificate:
 
 @dataclass(frozen=True)
 class _Abstraction:
-    configs: list                 # machine configurations
-    strings: list                 # a shortest string reaching each
-    succ: np.ndarray              # (C, |Σ|) successor index, -1 dead
-    pair_config: np.ndarray       # (P,) config index of each (config, last symbol) pair
-    pair_last: np.ndarray         # (P,) last symbol (-1: none)
-    pair_succ: np.ndarray         # (P, |Σ|) successor pair index, -1 dead
+    """The finite abstraction the induction runs over: nodes (machine configuration, network
+    centre), found by exploring machine and network together from the initial pair."""
+
+    configs: list                 # distinct machine configurations
+    node_config: np.ndarray       # (N,) configuration index of each node
+    node_string: list             # a shortest string reaching each node
+    node_succ: np.ndarray         # (N, |Σ|) successor node, -1 where the machine dies
+    E: np.ndarray                 # (N, S) centres: the network's own state (float64)
 
 
-def reachable_configurations(machine: Machine, max_configs: int) -> _Abstraction:
-    """Breadth-first search over live configurations (machine.step), then the (config, last
-    symbol) pairs that networks with a last-symbol memory (e.g. Minsky's) distinguish."""
+CENTRE_QUANTUM = 1e-3
+
+
+def explore(machine: Machine, net: CompiledNetwork, max_nodes: int) -> _Abstraction:
+    """Breadth-first search over pairs (configuration c, network state h): from each node and
+    symbol, the machine steps c and the float64 network steps h; states within
+    `CENTRE_QUANTUM` of an existing node's with the same configuration join that node.
+
+    Any choice of centres and successor nodes is sound: the induction only needs the initial
+    state in its box and every box mapped inside its successor's box, which `certify` checks.
+    Exploring with the network itself finds the centres for constructions whose state holds
+    more than the configuration (e.g. Minsky's (state, symbol) units or push/pop copies).
+    """
+    module = net.with_scale(dtype=torch.float64).module
+    H = module.hidden_size
+    lstm = module.cell == "lstm"
     syms = machine.alphabet.symbols
-    init = machine.initial()
-    index = {init: 0}
-    configs, strings = [init], [()]
-    succ_rows: list[list[int]] = []
-    queue = deque([0])
-    while queue:
-        i = queue.popleft()
-        row = []
-        for a in syms:
-            c2 = machine.step(configs[i], a)
-            if machine.is_dead(c2):
-                row.append(-1)
-                continue
-            j = index.get(c2)
-            if j is None:
-                if len(configs) >= max_configs:
-                    raise CertificationError(
-                        f"more than {max_configs:,} reachable configurations: raise max_configs, "
-                        "or certify a construction with a structural method"
-                    )
-                j = index[c2] = len(configs)
-                configs.append(c2)
-                strings.append(strings[i] + (a,))
-                queue.append(j)
-            row.append(j)
-        succ_rows.append(row)
-    succ = np.array(succ_rows, dtype=np.int64).reshape(len(configs), len(syms))
-    C, S = succ.shape
-    # pairs: (c0, -1) and (succ[c, a], a)
-    keys = np.unique(np.concatenate([[[0, -1]],
-                                     np.stack([succ.ravel(), np.tile(np.arange(S), C)], 1)]),
-                     axis=0)
-    keys = keys[keys[:, 0] >= 0]
-    pair_of = {(int(c), int(a)): p for p, (c, a) in enumerate(keys)}
-    pair_succ = np.full((len(keys), S), -1, dtype=np.int64)
-    for p, (c, _) in enumerate(keys):
-        for a in range(S):
-            if succ[c, a] >= 0:
-                pair_succ[p, a] = pair_of[(int(succ[c, a]), a)]
-    return _Abstraction(configs, strings, succ, keys[:, 0].copy(), keys[:, 1].copy(), pair_succ)
+    s0 = module.h0.detach().double()
+    if lstm:
+        s0 = torch.cat([s0, module.c0.detach().double()])
+    configs = [machine.initial()]
+    cfg_index = {configs[0]: 0}
+    node_config, node_string, centres = [0], [()], [s0.numpy()]
+    keys = {(0, _quantise(centres[0])): 0}
+    succ_rows: list[np.ndarray] = []
+    frontier = [0]
+    while frontier:
+        states = torch.as_tensor(np.stack([centres[n] for n in frontier]))
+        rows = np.full((len(frontier), len(syms)), -1, dtype=np.int64)
+        for a, sym in enumerate(syms):
+            ids = torch.full((len(frontier),), a, dtype=torch.long)
+            with torch.no_grad():
+                if lstm:
+                    h2, c2 = module.step((states[:, :H], states[:, H:]), ids)
+                    new = torch.cat([h2, c2], dim=1).numpy()
+                else:
+                    new = module.step(states, ids).numpy()
+            for i, n in enumerate(frontier):
+                c = machine.step(configs[node_config[n]], sym)
+                if machine.is_dead(c):
+                    continue
+                ci = cfg_index.get(c)
+                if ci is None:
+                    ci = cfg_index[c] = len(configs)
+                    configs.append(c)
+                key = (ci, _quantise(new[i]))
+                m = keys.get(key)
+                if m is None:
+                    if len(node_config) >= max_nodes:
+                        raise CertificationError(
+                            f"more than {max_nodes:,} (configuration, state) pairs: raise "
+                            "max_configs, or certify a construction with a structural method")
+                    m = keys[key] = len(node_config)
+                    node_config.append(ci)
+                    node_string.append(node_string[n] + (sym,))
+                    centres.append(new[i])
+                rows[i, a] = m
+        succ_rows.append(rows)
+        frontier = list(range(frontier[-1] + 1, len(node_config)))
+    succ = np.concatenate(succ_rows) if succ_rows else np.zeros((0, len(syms)), np.int64)
+    return _Abstraction(configs, np.array(node_config), node_string, succ, np.stack(centres))
 
 
-def _config_fields(machine: Machine, strings: list) -> tuple[dict, np.ndarray]:
+def _quantise(x: np.ndarray) -> bytes:
+    return np.round(x / CENTRE_QUANTUM).astype(np.int64).tobytes()
+
+
+def _config_fields(machine: Machine, strings: list) -> dict:
+    """Machine fields (one row per string) after each string, via the batched simulator."""
     ids, lengths = machine.encode([list(s) for s in strings])
     trace = machine.run_batch(ids, lengths)
     rows = np.arange(len(strings))
-    fields = {k: v[rows, lengths] for k, v in trace.fields.items()}
-    return fields, lengths
-
-
-# --- one network step over boxes -------------------------------------------------------------
-
-def _pair_states(net: CompiledNetwork, machine: Machine, abst: _Abstraction) -> np.ndarray:
-    """Box centres E(c, ℓ): the network's own state, computed in float64, after a string that
-    reaches configuration c with last symbol ℓ. Any choice of centres is sound (the induction only
-    needs the initial state in its box and every box mapped into its successor's box); states of
-    the network itself are the natural ones."""
-    P = len(abst.pair_config)
-    reps: list[tuple] = []
-    for c, last in zip(abst.pair_config, abst.pair_last):
-        if last < 0:
-            reps.append(())
-            continue
-        prev = int(np.nonzero(abst.succ[:, last] == c)[0][0])
-        reps.append(abst.strings[prev] + (machine.alphabet.symbols[last],))
-    ids, lengths = machine.encode([list(r) for r in reps])
-    module = net.with_scale(dtype=torch.float64).module
-    H = module.hidden_size
-    with torch.no_grad():
-        h = module.h0.detach().view(1, -1).expand(P, H).clone()
-        state = h if module.cell == "rnn" else (h, module.c0.detach().view(1, -1).expand(P, H).clone())
-        ids_t = torch.as_tensor(ids)
-        for t in range(ids.shape[1]):
-            new = module.step(state, ids_t[:, t])
-            keep = torch.as_tensor(t < lengths).view(P, 1)
-            if module.cell == "rnn":
-                state = torch.where(keep, new, state)
-            else:
-                state = (torch.where(keep, new[0], state[0]), torch.where(keep, new[1], state[1]))
-    if module.cell == "rnn":
-        return state.numpy().astype(np.float64)
-    return torch.cat(state, dim=1).numpy().astype(np.float64)
+    return {k: v[rows, lengths] for k, v in trace.fields.items()}
 
 
 def _weights(net: CompiledNetwork) -> dict[str, np.ndarray]:
@@ -232,236 +222,344 @@ class _CenterRadius:
         return self.absW @ rho
 
 
-EPS_LADDER = (0.25, 0.1, 0.03, 0.01, 3e-3, 1e-3, 3e-4, 1e-4, 3e-5, 1e-5)
+EPS_LADDER = (0.25, 0.1, 0.03, 0.01, 3e-3, 1e-3, 3e-4, 1e-4)
+MAX_ROUNDS = 12
 
 
-def certify(machine: Machine, net: CompiledNetwork, dtype: torch.dtype | None = None,
-            eps: float | None = None, max_configs: int = 200_000, chunk: int = 1024
-            ) -> Certificate:
-    """Prove that `net` agrees with `machine` on every string (see the module docstring).
+@dataclass
+class _Problem:
+    """Everything one certification pass needs (built once per network)."""
 
-    With ``eps=None`` the box radius is searched over `EPS_LADDER` (largest first) and the first
-    radius that certifies is reported; the failing case of the largest radius is reported when
-    none does. LSTM certificates keep searching for the radius that proves the longest length.
-    """
-    if eps is not None:
-        return _certify(machine, net, dtype, float(eps), max_configs, chunk)
-    first: Certificate | None = None
-    best: Certificate | None = None
-    for e in EPS_LADDER:
-        cert = _certify(machine, net, dtype, e, max_configs, chunk)
-        first = first or cert
-        if cert.ok and cert.all_lengths:
-            return cert
-        if cert.ok and (best is None or (cert.max_length or 0) > (best.max_length or 0)):
-            best = cert
-    return best or first  # type: ignore[return-value]
+    machine: Machine
+    net: CompiledNetwork
+    abst: _Abstraction
+    fields: dict             # machine fields per node
+    E: np.ndarray            # (N, S) box centres
+    W: dict
+    H: int
+    cell: str
+    dtype: torch.dtype
+    labels: list
+
+    def pair_desc(self, p: int) -> str:
+        string = self.machine.alphabet.format(self.abst.node_string[p])
+        return f"{self.abst.configs[self.abst.node_config[p]]!r} (reached by {string!r})"
 
 
-def _certify(machine: Machine, net: CompiledNetwork, dtype: torch.dtype | None,
-             eps: float, max_configs: int, chunk: int) -> Certificate:
-    t0 = time.perf_counter()
-    if net.steps_per_symbol != 1:
-        raise CertificationError("only real-time networks (steps_per_symbol = 1) are certified")
-    if dtype is not None and dtype != net.dtype:
-        net = net.with_scale(dtype=dtype)
-    dtype = net.dtype
-    module = net.module
-    cell = getattr(module, "cell", None)
-    if cell not in ("rnn", "lstm"):
-        raise CertificationError(f"certify supports RecurrentNet modules; got {type(module)}")
-    abst = reachable_configurations(machine, max_configs)
-    fields, _ = _config_fields(machine, abst.strings)
-    P = len(abst.pair_config)
-    pf = {k: v[abst.pair_config] for k, v in fields.items()}
-    E = _pair_states(net, machine, abst)  # (P, S): box centres
-    W = _weights(net)
-    H = module.hidden_size
-    emb = W["embedding.weight"]
+@dataclass
+class _Pass:
+    """One pass over all cases at box radii R: per-unit deviation of the image from its target
+    centre, the own-cell drift (LSTM), the readout slack, and where each is worst."""
+
+    dev: np.ndarray
+    drift: np.ndarray         # per cell: worst point-image deviation where the box is not kept
+    settled: np.ndarray       # per cell: worst box-image deviation where the box is kept
+    worst: dict               # unit -> (pair, symbol, lo, hi, target)
+    readout_slack: float
+    readout_fail: FailingCase | None
+    cases: int
+
+
+def _one_pass(pb: _Problem, R: np.ndarray, chunk: int) -> _Pass:
+    E, W, H, dtype, cell = pb.E, pb.W, pb.H, pb.dtype, pb.cell
+    P, S = E.shape
+    abst = pb.abst
     u = iv.unit_roundoff(dtype)
-    labels = list(net.unit_labels) or [f"h{j}" for j in range(H)]
-    if cell == "lstm":
-        labels = labels[:H] + [f"c:{lab}" for lab in labels[:H]]
-    desc = [repr(abst.configs[c]) for c in range(len(abst.configs))]
-
-    def pair_desc(p: int) -> str:
-        last = abst.pair_last[p]
-        tail = "" if last < 0 else f" after {machine.alphabet.symbols[last]!r}"
-        return f"{desc[abst.pair_config[p]]}{tail}"
-
-    notes: list[str] = [
-        "agreement covers every string whose prefixes are all live (the machine's prefix language)"
-    ]
-    failing: FailingCase | None = None
-    state_margin, readout_margin = math.inf, math.inf
-    cases = 0
-
-    # ---- decoder consistency on the centres ----
-    width = net.forward(torch.zeros((1, 1), dtype=torch.long))[0].shape[-1]
-    dec = net.decode(E[:, None, :width])
-    for k, v in dec.items():
-        if k in pf and not np.array_equal(v[:, 0], pf[k]):
-            p = int(np.nonzero((v[:, 0] != pf[k]).reshape(P, -1).any(1))[0][0])
-            failing = FailingCase("encoding", pair_desc(p), None, -1, k, (math.nan, math.nan),
-                                  (math.nan, math.nan))
-            break
-
-    # ---- initial state ----
-    init_pair = int(np.nonzero((abst.pair_config == 0) & (abst.pair_last == -1))[0][0])
-    s0 = W["h0"] if cell == "rnn" else np.concatenate([W["h0"], W["c0"]])
-    # box radii: ε for every unit of an Elman network; for an LSTM ε for cells and 2ε for h
-    # (h = o·tanh(c) moves at most as far as c, so h needs the wider box)
-    eps_h = eps if cell == "rnn" else 2 * eps
-    radius = np.full(E.shape[1], eps_h)
-    radius[H:] = eps
-    dev0 = np.abs(s0 - E[init_pair])
-    rho0 = float(dev0[H:].max()) if cell == "lstm" else float(dev0.max())
-    if failing is None and (dev0 > radius).any():
-        j = int((dev0 - radius).argmax())
-        failing = FailingCase("initial", pair_desc(init_pair), None, j, labels[j],
-                              (float(s0[j]), float(s0[j])),
-                              (E[init_pair, j] - radius[j], E[init_pair, j] + radius[j]))
-
-    base = np.median(E, axis=0)
-    hmax = np.abs(E).max(axis=0) + radius
-    rho = radius
-    drift = 0.0
-    cells_invariant = True
-
-    if cell == "rnn":
-        W_hh, W_ih = W["rnn.weight_hh_l0"], W["rnn.weight_ih_l0"]
-        b = W["rnn.bias_ih_l0"] + W["rnn.bias_hh_l0"]
-        n_terms = W_hh.shape[1] + W_ih.shape[1] + 2
-        cr = _CenterRadius(W_hh, base)
-        zrad = cr.radius(rho)
-    else:
-        W_hh, W_ih = W["rnn.weight_hh_l0"], W["rnn.weight_ih_l0"]
-        b = W["rnn.bias_ih_l0"] + W["rnn.bias_hh_l0"]
-        n_terms = W_hh.shape[1] + W_ih.shape[1] + 2
-        cr = _CenterRadius(W_hh, base[:H])
-        zrad = cr.radius(rho[:H])
-    absWhh_h = np.abs(W_hh) @ (hmax[:H] if cell == "lstm" else hmax)
+    W_hh, W_ih = W["rnn.weight_hh_l0"], W["rnn.weight_ih_l0"]
+    b = W["rnn.bias_ih_l0"] + W["rnn.bias_hh_l0"]
+    emb = W["embedding.weight"]
+    n_terms = W_hh.shape[1] + W_ih.shape[1] + 2
+    base = np.median(E[:, :H], axis=0)
+    cr = _CenterRadius(W_hh, base)
+    zrad = cr.radius(R[:H])
+    hmax = np.abs(E[:, :H]).max(axis=0) + R[:H]
+    absWhh_h = np.abs(W_hh) @ hmax
     err_coef = iv.gamma(n_terms, u) + iv.gamma(n_terms + 2, 2.0**-53)
-
+    dev = np.zeros(S)
+    drift = np.zeros(S)
+    settled = np.zeros(S)
+    worst: dict = {}
+    cases = 0
+    readout_slack, readout_fail = math.inf, None
     for start in range(0, P, chunk):
-        if failing is not None:
-            break
-        sl = slice(start, min(P, start + chunk))
-        Ec = E[sl]
-        delta = sps.csr_matrix(Ec[:, :H] - (base[:H] if cell == "lstm" else base))
-        zc_h = cr.center(delta)  # (n, rows)
-        for a in range(len(machine.alphabet)):
-            tgt = abst.pair_succ[sl, a]
+        rows_all = np.arange(start, min(P, start + chunk))
+        delta = sps.csr_matrix(E[rows_all, :H] - base)
+        zc = cr.center(delta)
+        for a in range(len(pb.machine.alphabet)):
+            tgt = abst.node_succ[rows_all, a]
             live = tgt >= 0
             if not live.any():
                 continue
+            rows = rows_all[live]
             x = emb[a]
-            xin = W_ih @ x + b
-            err = err_coef * (absWhh_h + np.abs(W_ih) @ np.abs(x) + np.abs(b)) + n_terms * iv.tiny(dtype)
-            mid = zc_h[live] + xin[None, :]
-            rad = zrad[None, :] + err[None, :]
-            z = iv.Interval(mid - rad, mid + rad).widen(iv.gamma(2, 2.0**-53) * np.abs(mid))
+            err = err_coef * (absWhh_h + np.abs(W_ih) @ np.abs(x) + np.abs(b)) \
+                + n_terms * iv.tiny(dtype)
+            mid = zc[live] + (W_ih @ x + b)[None, :]
+            rad = zrad[None, :] + err[None, :] + iv.gamma(2, 2.0**-53) * np.abs(mid)
+            z = iv.Interval(mid - rad, mid + rad)
             T = E[tgt[live]]
-            rows = np.nonzero(live)[0] + start
-            cases += int(live.sum())
+            cases += len(rows)
             if cell == "rnn":
-                hn = iv.tanh(z, dtype)
-                slack = np.minimum(hn.lo - (T - eps_h), (T + eps_h) - hn.hi)
+                out = iv.tanh(z, dtype)
             else:
                 zi, zf, zg, zo = (z[:, k * H:(k + 1) * H] for k in range(4))
                 gi, gf, go = iv.sigmoid(zi, dtype), iv.sigmoid(zf, dtype), iv.sigmoid(zo, dtype)
                 gg = iv.tanh(zg, dtype)
-                cbox = iv.Interval.around(E[rows, H:], eps)
-                cn = iv.add(iv.mul(gf, cbox, dtype), iv.mul(gi, gg, dtype), dtype)
+                c_box = iv.Interval.around(E[rows, H:], R[H:])
+                ig = iv.mul(gi, gg, dtype)
+                cn = iv.add(iv.mul(gf, c_box, dtype), ig, dtype)
                 hn = iv.mul(go, iv.tanh(cn, dtype), dtype)
-                slack_h = np.minimum(hn.lo - (T[:, :H] - eps_h), (T[:, :H] + eps_h) - hn.hi)
-                # own-cell term as a point: drift per step (the factor f ≤ 1 carries the radius)
-                cpt = iv.add(iv.mul(gf, iv.Interval.point(E[rows, H:]), dtype),
-                             iv.mul(gi, gg, dtype), dtype)
+                out = iv.Interval(np.concatenate([hn.lo, cn.lo], 1), np.concatenate([hn.hi, cn.hi], 1))
+                # own cell as a point: the radius it carries is multiplied by f ≤ 1
+                cpt = iv.add(iv.mul(gf, iv.Interval.point(E[rows, H:]), dtype), ig, dtype)
                 d = np.maximum(cpt.hi - T[:, H:], T[:, H:] - cpt.lo)
-                drift = max(drift, float(d.max()))
-                slack_c = np.minimum(cn.lo - (T[:, H:] - eps), (T[:, H:] + eps) - cn.hi)
-                if (slack_c < 0).any():
-                    cells_invariant = False
-                slack = np.concatenate([slack_h, np.maximum(slack_c, eps - d)], axis=1)
-                hn = iv.Interval(np.concatenate([hn.lo, cn.lo], 1),
-                                 np.concatenate([hn.hi, cn.hi], 1))
-            bad = slack < 0
-            if bad.any():
-                r, j = map(int, np.argwhere(bad)[0])
-                p = int(rows[r])
-                failing = FailingCase("step", pair_desc(p), str(machine.alphabet.symbols[a]), j,
-                                      labels[j] if j < len(labels) else f"unit {j}",
-                                      (float(hn.lo[r, j]), float(hn.hi[r, j])),
-                                      (float(T[r, j] - radius[j]), float(T[r, j] + radius[j])))
+                d_box = np.maximum(cn.hi - T[:, H:], T[:, H:] - cn.lo)
+                kept = d_box <= R[None, H:]
+                settled[H:] = np.maximum(settled[H:], np.where(kept, d_box, 0).max(axis=0))
+                drift[H:] = np.maximum(drift[H:], np.where(kept, 0, d).max(axis=0))
+            d_all = np.maximum(out.hi - T, T - out.lo)
+            j_max = d_all.argmax(axis=0)
+            new = d_all[j_max, np.arange(S)] > dev
+            for j in np.nonzero(new)[0]:
+                r = j_max[j]
+                worst[int(j)] = (int(rows[r]), a, float(out.lo[r, j]), float(out.hi[r, j]),
+                                 float(T[r, j]))
+            dev = np.maximum(dev, d_all.max(axis=0))
+        fail, slack = _check_readout(pb, rows_all, R[:H])
+        readout_slack = min(readout_slack, slack)
+        if fail is not None and readout_fail is None:
+            readout_fail = fail
+    return _Pass(dev, drift, settled, worst, readout_slack, readout_fail, cases)
+
+
+def certify(machine: Machine, net: CompiledNetwork, dtype: torch.dtype | None = None,
+            eps: float | None = None, max_configs: int = 200_000, chunk: int = 1024,
+            kernel: str = "ulp") -> Certificate:
+    """Prove that `net` agrees with `machine` on every string (see the module docstring).
+
+    ``eps`` caps the box radius. Radii are per unit: starting from the initial state's own
+    deviation, they are widened to the image's deviation until the box family is invariant
+    (a fixed point; at most `MAX_ROUNDS` rounds). LSTM cells that still move are bounded by
+    their drift per step with their radius capped at ``eps``. With ``eps=None`` the cap is
+    searched over `EPS_LADDER` and the best certificate is returned.
+
+    ``kernel`` says how tanh and sigmoid kernels are modelled (`intervals.set_kernel_model`):
+    ``"ulp"`` (default) bounds their error by a few ulps; ``"monotone"`` evaluates the library's
+    own kernel at interval endpoints and assumes only its monotonicity, which lets saturated
+    LSTM gates be exactly 1 and proves far longer lengths.
+    """
+    t0 = time.perf_counter()
+    previous = iv.set_kernel_model(kernel)
+    try:
+        pb = _problem(machine, net, dtype, max_configs)
+        caps = (float(eps),) if eps is not None else EPS_LADDER
+        best: Certificate | None = None
+        for cap in caps:
+            cert = _certify(pb, cap, chunk, t0)
+            if cert.ok and cert.all_lengths:
+                best = cert
                 break
-            state_margin = min(state_margin, float(slack.min()))
-
-        if failing is None:
-            fail, rm = _check_readout(net, W, machine, fields, abst, sl, E, eps_h, dtype, H, cell,
-                                      pair_desc)
-            readout_margin = min(readout_margin, rm)
-            failing = fail
-
-    max_length = None
-    all_lengths = True
-    if cell == "lstm" and failing is None:
-        # cells: ρ_{t+1} ≤ (1+2u)·ρ_t + D; all lengths when the cell box itself is invariant
-        if not cells_invariant:
-            all_lengths = False
-            1 + 2 * u
-            L = 0
-            lo_L, hi_L = 0, 10**12
-            while lo_L < hi_L:  # largest L with (ρ0 + L·D)·growth^L ≤ ε
-                mid = (lo_L + hi_L + 1) // 2
-                if math.log(rho0 + mid * drift) + mid * math.log1p(2 * u) <= math.log(eps):
-                    lo_L = mid
-                else:
-                    hi_L = mid - 1
-            L = lo_L
-            max_length = L
-            notes.append(
-                f"LSTM cells with saturated forget gates are not contracting: drift ≤ {drift:.3g} "
-                f"per step in {str(dtype).replace('torch.', '')}, so the ε-box holds for {L:,} steps"
-            )
-    ok = failing is None and (all_lengths or (max_length or 0) > 0)
-    return Certificate(
-        ok=ok, all_lengths=bool(ok and all_lengths), max_length=max_length if ok else None,
-        eps=float(eps), scale=str(net.scale), dtype=str(dtype).replace("torch.", ""),
-        state_margin=float(state_margin if state_margin != math.inf else 0.0),
-        readout_margin=float(readout_margin if readout_margin != math.inf else 0.0),
-        configs=P, cases=cases, seconds=time.perf_counter() - t0,
-        construction=net.construction, machine=repr(machine), failing=failing, notes=tuple(notes),
-    )
+            if best is None or (cert.ok and (not best.ok or (cert.max_length or 0)
+                                             > (best.max_length or 0))):
+                best = cert
+    finally:
+        iv.set_kernel_model(previous)
+    assert best is not None
+    return replace(best, kernel=kernel)
 
 
-def _check_readout(net, W, machine, fields, abst, sl, E, eps, dtype, H, cell, pair_desc):
-    """Readout enclosure on the boxes of a chunk of pairs; returns (failing case or None, slack)."""
-    rows = np.arange(sl.start, sl.stop)
-    h = iv.Interval.around(E[rows, :H], eps)
-    z = iv.affine(W["readout.weight"], h, W["readout.bias"], dtype)
+def min_scale(machine: Machine, construction: CompiledNetwork | str | tuple[str, str],
+              dtype: torch.dtype = torch.float32, min_length: int = 10**6,
+              kernel: str = "ulp", rel_tol: float = 0.01, **options) -> tuple[Any, Certificate]:
+    """The smallest saturation scale β (to `rel_tol`) at which the construction certifies, by
+    bisection on β with the construction's exact weights; returns (β, its certificate).
+
+    ``construction`` is a compiled network, "target/method", or (target, method). A certificate
+    counts when it holds for every length, or for at least `min_length` steps (LSTMs).
+    """
+    import sympy as sp
+
+    from pdanet.constructions.base import compile as compile_machine
+
+    if isinstance(construction, CompiledNetwork):
+        net = construction
+    else:
+        target, method = (construction.split("/") if isinstance(construction, str)
+                          else construction)
+        net = compile_machine(machine, target=target, method=method, dtype=dtype)
+    net = net.with_scale(dtype=dtype)
+
+    def good(beta) -> Certificate | None:
+        cert = certify(machine, net.with_scale(beta), kernel=kernel, **options)
+        ok = cert.ok and (cert.all_lengths or (cert.max_length or 0) >= min_length)
+        return cert if ok else None
+
+    hi = sp.Rational(net.scale)
+    cert_hi = good(hi)
+    tries = 0
+    while cert_hi is None:
+        hi, tries = hi * 2, tries + 1
+        if tries > 8:
+            raise CertificationError(
+                f"{net.construction} does not certify even at β = {hi}; see certify()'s failing case")
+        cert_hi = good(hi)
+    lo = sp.Rational(0)
+    while hi - lo > rel_tol * hi:
+        mid = sp.nsimplify(round(float((lo + hi) / 2), 4), rational=True)
+        if mid <= lo or mid >= hi:
+            break
+        cert = good(mid)
+        if cert is None:
+            lo = mid
+        else:
+            hi, cert_hi = mid, cert
+    return hi, cert_hi
+
+
+certify.min_scale = min_scale  # type: ignore[attr-defined]
+
+
+def _problem(machine: Machine, net: CompiledNetwork, dtype: torch.dtype | None,
+             max_configs: int) -> _Problem:
+    if net.steps_per_symbol != 1:
+        raise CertificationError("only real-time networks (steps_per_symbol = 1) are certified")
+    if dtype is not None and dtype != net.dtype:
+        net = net.with_scale(dtype=dtype)
+    module = net.module
+    cell = getattr(module, "cell", None)
+    if cell not in ("rnn", "lstm"):
+        raise CertificationError(
+            f"certify handles Elman and LSTM networks (RecurrentNet); got {type(module).__name__}")
+    abst = explore(machine, net, max_configs)
+    fields = _config_fields(machine, abst.node_string)
+    E = abst.E
+    H = module.hidden_size
+    labels = list(net.unit_labels)[:H] or [f"h{j}" for j in range(H)]
+    if cell == "lstm":
+        labels = labels + [f"c:{lab}" for lab in labels]
+    return _Problem(machine, net, abst, fields, E, _weights(net), H, cell, net.dtype, labels)
+
+
+def _certify(pb: _Problem, cap: float, chunk: int, t0: float) -> Certificate:
+    E, H, W, cell, dtype = pb.E, pb.H, pb.W, pb.cell, pb.dtype
+    P, S = E.shape
+    abst = pb.abst
+    u = iv.unit_roundoff(dtype)
+    notes: list[str] = [
+        "agreement covers every string whose prefixes are all live (the machine's prefix language)"
+    ]
+
+    def result(ok, all_lengths, max_length, failing, state_margin, readout_margin, cases,
+               extra=()):
+        return Certificate(
+            ok=ok, all_lengths=all_lengths, max_length=max_length, eps=cap,
+            scale=str(pb.net.scale), dtype=str(dtype).replace("torch.", ""),
+            state_margin=float(state_margin), readout_margin=float(readout_margin),
+            configs=P, cases=cases, seconds=time.perf_counter() - t0,
+            construction=pb.net.construction, machine=repr(pb.machine), failing=failing,
+            notes=tuple(notes) + tuple(extra))
+
+    # the decoder must read each centre as its configuration
+    width = pb.net.forward(torch.zeros((1, 1), dtype=torch.long))[0].shape[-1]
+    dec = pb.net.decode(E[:, None, :width])
+    pf = pb.fields
+    for k, v in dec.items():
+        if k in pf:
+            bad = (v[:, 0] != pf[k]).reshape(P, -1).any(1)
+            if bad.any():
+                p = int(np.nonzero(bad)[0][0])
+                fc = FailingCase("encoding", pb.pair_desc(p), None, -1, f"decoded {k}",
+                                 (math.nan, math.nan), (math.nan, math.nan))
+                return result(False, False, None, fc, 0.0, 0.0, 0)
+
+    init_pair = 0
+    s0 = W["h0"] if cell == "rnn" else np.concatenate([W["h0"], W["c0"]])
+    dev0 = np.abs(s0 - E[init_pair])
+    floor = 1e-3 * cap
+    cells = np.zeros(S, dtype=bool)
+    if cell == "lstm":
+        cells[H:] = True
+    # cells keep the cap as their radius; the other units' radii grow to a fixed point
+    R = np.where(cells, cap, np.maximum(dev0, floor))
+    cases = 0
+    for _ in range(MAX_ROUNDS):
+        ps = _one_pass(pb, R, chunk)
+        cases += ps.cases
+        grow = (ps.dev > R) & ~cells
+        if not grow.any() or (ps.dev[~cells] > cap).any():
+            break
+        R = np.where(grow, np.minimum(np.maximum(ps.dev * 1.5, R), cap), R)
+    # non-cell units must be invariant within the cap
+    bad = (ps.dev > R) & ~cells
+    if (ps.dev[~cells] > cap).any() or bad.any():
+        j = int(np.argmax(np.where(~cells, ps.dev - R, -np.inf)))
+        p, a, lo, hi, tgt = ps.worst[j]
+        fc = FailingCase("step", pb.pair_desc(p), str(pb.machine.alphabet.symbols[a]), j,
+                         pb.labels[j], (lo, hi), (tgt - R[j], tgt + R[j]))
+        return result(False, False, None, fc, float(np.min(R - ps.dev)), ps.readout_slack, cases)
+    if ps.readout_fail is not None:
+        return result(False, False, None, ps.readout_fail, float(np.min(R - ps.dev)),
+                      ps.readout_slack, cases)
+    state_margin = float(np.min((R - ps.dev)[~cells])) if (~cells).any() else cap
+    if not (ps.dev[cells] > R[cells]).any():
+        return result(True, True, None, None, state_margin, ps.readout_slack, cases)
+    # LSTM cells still moving: with every box at R (cells at the cap), a cell's radius grows by
+    # at most its drift D per step (ρ' ≤ (1+2u)·ρ + D); the ε-box holds while that stays ≤ cap.
+    D = float(ps.drift[cells].max())
+    # a cell whose box is kept lands within `settled`; one that moves grows by ≤ D per step
+    rho0 = max(float(dev0[cells].max()), float(ps.settled[cells].max()))
+    if D == 0.0:
+        return result(True, True, None, None, state_margin, ps.readout_slack, cases)
+    if D >= cap - rho0:
+        j = int(np.argmax(np.where(cells, ps.drift, -np.inf)))
+        p, a, lo, hi, tgt = ps.worst[j]
+        fc = FailingCase("step", pb.pair_desc(p), str(pb.machine.alphabet.symbols[a]), j,
+                         pb.labels[j], (lo, hi), (tgt - cap, tgt + cap))
+        return result(False, False, None, fc, cap - D, ps.readout_slack, cases)
+    lo_L, hi_L = 1, 10**15
+    while lo_L < hi_L:  # the largest L with (ρ0 + L·D)·(1+2u)^L ≤ cap
+        mid = (lo_L + hi_L + 1) // 2
+        if math.log(rho0 + mid * D) + mid * math.log1p(2 * u) <= math.log(cap):
+            lo_L = mid
+        else:
+            hi_L = mid - 1
+    L = lo_L
+    note = (f"LSTM cells are not contracting where forget gates are saturated at 1: each step may "
+            f"move a cell by ≤ {D:.3g} in {str(dtype).replace('torch.', '')}, so the cap "
+            f"ε = {cap:g} holds for {L:,} steps")
+    return result(True, False, L, None, min(state_margin, cap - D), ps.readout_slack, cases,
+                  (note,))
+
+
+def _check_readout(pb: _Problem, rows: np.ndarray, R_h: np.ndarray
+                   ) -> tuple[FailingCase | None, float]:
+    """Readout enclosure on the boxes of some pairs; returns (failing case or None, slack)."""
+    W, H = pb.W, pb.H
+    h = iv.Interval.around(pb.E[rows, :H], R_h)
+    z = iv.affine(W["readout.weight"], h, W["readout.bias"], pb.dtype)
     if "out_embedding.weight" in W:
-        z = iv.affine(W["out_embedding.weight"], z, W["out_embedding.bias"], dtype)
-    expected = fields["output"][abst.pair_config[rows]]
-    kind = machine.output_kind
-    if kind in ("accept", "next_set"):
+        z = iv.affine(W["out_embedding.weight"], z, W["out_embedding.bias"], pb.dtype)
+    expected = pb.fields["output"][rows]
+    if pb.machine.output_kind in ("accept", "next_set"):
         exp = expected.reshape(len(rows), -1).astype(bool)
         slack = np.where(exp, z.lo, -z.hi)
+        required = lambda r, j: (0.0, math.inf) if exp[r, j] else (-math.inf, 0.0)
     else:  # symbol: index y (-1 = none → last logit) must be the strict argmax
         y = np.where(expected < 0, z.lo.shape[1] - 1, expected)
-        r = np.arange(len(rows))
+        r_idx = np.arange(len(rows))
         others = z.hi.copy()
-        others[r, y] = -np.inf
-        slack = (z.lo[r, y] - others.max(axis=1))[:, None]
+        others[r_idx, y] = -np.inf
+        slack = (z.lo[r_idx, y] - others.max(axis=1))[:, None]
+        required = lambda r, j: (float(others[r].max()), math.inf)
     bad = slack <= 0
     if bad.any():
         r, j = map(int, np.argwhere(bad)[0])
-        p = int(rows[r])
-        return (FailingCase("readout", pair_desc(p), None, j, f"logit {j}",
-                            (float(z.lo[r, j]), float(z.hi[r, j])),
-                            (0.0, math.inf) if slack.shape[1] > 1 and expected.reshape(len(rows), -1)[r, j] else (-math.inf, 0.0)),
+        if pb.machine.output_kind == "symbol":
+            j = int(y[r])
+        return (FailingCase("readout", pb.pair_desc(int(rows[r])), None, j, f"logit {j}",
+                            (float(z.lo[r, j]), float(z.hi[r, j])), required(r, j)),
                 float(slack.min()))
     return None, float(slack.min())
 
 
-__all__ = ["Certificate", "FailingCase", "certify", "reachable_configurations"]
+__all__ = ["Certificate", "FailingCase", "certify", "explore"]

@@ -115,9 +115,13 @@ def affine(W: np.ndarray, x: Interval, b: np.ndarray | None, dtype: torch.dtype,
 
 
 def add(a: Interval, b: Interval, dtype: torch.dtype) -> Interval:
+    """fl(a + b). Besides the relative bound u·|a+b|, rounding to nearest moves a sum of two
+    floats of the dtype by at most min(|a|, |b|): each summand is itself a float at that distance
+    from the exact sum. This keeps tiny increments from growing a saturated cell."""
     u = unit_roundoff(dtype)
     lo, hi = a.lo + b.lo, a.hi + b.hi
-    err = (u + _U64) * np.maximum(np.abs(lo), np.abs(hi))
+    err = np.minimum(u * np.maximum(np.abs(lo), np.abs(hi)), np.minimum(a.mag, b.mag))
+    err = err + _U64 * np.maximum(np.abs(lo), np.abs(hi))
     return Interval(lo, hi).widen(err)
 
 
@@ -126,7 +130,13 @@ def mul(a: Interval, b: Interval, dtype: torch.dtype) -> Interval:
     cands = np.stack([a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi])
     lo, hi = cands.min(axis=0), cands.max(axis=0)
     err = (u + _U64) * np.maximum(np.abs(lo), np.abs(hi)) + tiny(dtype)
-    return Interval(lo, hi).widen(err)
+    # a product with exactly 0 or ±1 is exact in floating point
+    exact = _is_exact_factor(a) | _is_exact_factor(b)
+    return Interval(lo, hi).widen(np.where(exact, 0.0, err))
+
+
+def _is_exact_factor(a: Interval) -> np.ndarray:
+    return (a.lo == a.hi) & ((a.lo == 0) | (np.abs(a.lo) == 1))
 
 
 def scale(a: Interval, c: float, dtype: torch.dtype) -> Interval:
@@ -134,7 +144,44 @@ def scale(a: Interval, c: float, dtype: torch.dtype) -> Interval:
     return mul(a, Interval.point(np.full_like(a.lo, c)), dtype)
 
 
-def _monotone(f, a: Interval, dtype: torch.dtype) -> Interval:
+KERNEL_MODELS = ("ulp", "monotone")
+_kernel_model = "ulp"
+
+
+def set_kernel_model(model: str) -> str:
+    """Choose how tanh/sigmoid kernels are modelled; returns the previous model.
+
+    ``"ulp"`` (default): the kernel's result is within `ACTIVATION_ULPS` ulps of the true value.
+    ``"monotone"``: the kernel is monotone, so evaluating the library's own kernel, in the dtype,
+    at the interval's endpoints (rounded outward to the dtype) encloses every result; saturated
+    gates then enclose exactly 1.0 where the kernel returns 1.0.
+    """
+    global _kernel_model
+    if model not in KERNEL_MODELS:
+        raise ValueError(f"kernel model must be one of {KERNEL_MODELS}, got {model!r}")
+    previous, _kernel_model = _kernel_model, model
+    return previous
+
+
+def _to_dtype_outward(x: np.ndarray, dtype: torch.dtype, up: bool) -> torch.Tensor:
+    t = torch.as_tensor(x, dtype=torch.float64)
+    r = t.to(dtype)
+    back = r.to(torch.float64)
+    if up:
+        fix = back < t
+        r = torch.where(fix, torch.nextafter(r, torch.full_like(r, float("inf"))), r)
+    else:
+        fix = back > t
+        r = torch.where(fix, torch.nextafter(r, torch.full_like(r, float("-inf"))), r)
+    return r
+
+
+def _monotone(f, a: Interval, dtype: torch.dtype, kernel=None) -> Interval:
+    if _kernel_model == "monotone" and kernel is not None:
+        with np.errstate(over="ignore", invalid="ignore"):
+            lo = kernel(_to_dtype_outward(a.lo, dtype, up=False)).double().numpy()
+            hi = kernel(_to_dtype_outward(a.hi, dtype, up=True)).double().numpy()
+        return Interval(lo, hi)
     u = unit_roundoff(dtype)
     lo, hi = f(a.lo), f(a.hi)
     err = (ACTIVATION_ULPS * 2 * u + 4 * _U64) * np.maximum(np.abs(lo), np.abs(hi)) + tiny(dtype)
@@ -142,7 +189,7 @@ def _monotone(f, a: Interval, dtype: torch.dtype) -> Interval:
 
 
 def tanh(a: Interval, dtype: torch.dtype) -> Interval:
-    out = _monotone(np.tanh, a, dtype)
+    out = _monotone(np.tanh, a, dtype, torch.tanh)
     return Interval(np.maximum(out.lo, -1.0), np.minimum(out.hi, 1.0))
 
 
@@ -151,7 +198,7 @@ def sigmoid(a: Interval, dtype: torch.dtype) -> Interval:
         with np.errstate(over="ignore"):
             e = np.exp(-np.abs(z))
             return np.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
-    out = _monotone(f, a, dtype)
+    out = _monotone(f, a, dtype, torch.sigmoid)
     return Interval(np.maximum(out.lo, 0.0), np.minimum(out.hi, 1.0))
 
 

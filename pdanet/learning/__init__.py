@@ -1,0 +1,11 @@
+"""What to do with compiled networks when learning: initialise a learner from one
+(`initialize`, `LearnerRNN`), build machine-labelled data (`dataset`), train (`fit`), measure
+(`metrics`), and the initialisation experiment (`init_experiment`)."""
+
+from pdanet.learning import metrics
+from pdanet.learning.data import SequenceDataset, dataset, train_test_split_by_length
+from pdanet.learning.init import LearnerRNN, initialize
+from pdanet.learning.train import evaluate, fit, format_rows, init_experiment, masked_loss
+
+__all__ = ["LearnerRNN", "SequenceDataset", "dataset", "evaluate", "fit", "format_rows",
+           "init_experiment", "initialize", "masked_loss", "metrics", "train_test_split_by_length"]
