@@ -28,6 +28,7 @@ from pdanet.automata.io import load
 from pdanet.automata.nfa import NFA
 from pdanet.automata.regex import regex_to_dfa
 from pdanet.constructions import CompiledNetwork, compile
+from pdanet.learning import initialize
 from pdanet.verify import bounds
 from pdanet.verify.certificate import Certificate, certify
 from pdanet.verify.lockstep import verify
@@ -37,5 +38,5 @@ __version__ = "0.1.0"
 __all__ = [
     "errors", "Alphabet", "EPSILON", "BOTTOM", "DFA", "NFA", "DPDA", "PDA", "DPDT", "BoundedPDA",
     "DyckKM", "CFG", "PCFG", "tasks", "regex_to_dfa", "load", "draw", "render", "to_networkx",
-    "CompiledNetwork", "compile", "verify", "certify", "Certificate", "bounds", "__version__",
+    "CompiledNetwork", "compile", "initialize", "verify", "certify", "Certificate", "bounds", "__version__",
 ]

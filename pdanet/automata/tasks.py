@@ -100,6 +100,15 @@ def dyck(k: int = 2, m: int = 3) -> DyckKM:
     return _dyck_km(k, m)
 
 
+def dataset(task_or_machine, n: int, lengths, seed: int | None = None,
+            target: str | None = None, **params):
+    """A torch Dataset of inputs and learning targets labelled by the machine (see
+    `pdanet.learning.data.dataset`)."""
+    from pdanet.learning.data import dataset as _dataset
+
+    return _dataset(task_or_machine, n, lengths, seed=seed, target=target, **params)
+
+
 def sample(name: str, n: int, lengths: int | Iterable[int], rng: Any = None, **params) -> list:
     """n strings of task `name` (tuples of symbols), lengths drawn uniformly from `lengths`."""
     return task(name).sampler(n, lengths, rng, **params)
@@ -1103,6 +1112,7 @@ _register(Task("modular_counter", modular_counter_machine,
 
 __all__ = [
     "dyck",
+    "dataset",
     "BLANK",
     "Task",
     "agreement_grammar",

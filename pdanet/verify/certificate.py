@@ -127,13 +127,29 @@ class _Abstraction:
     E: np.ndarray                 # (N, S) centres: the network's own state (float64)
 
 
-CENTRE_QUANTUM = 1e-3
+QUANTA = (1e-3, 1e-2, 1e-1)
+
+
+class _TooManyNodes(Exception):
+    pass
 
 
 def explore(machine: Machine, net: CompiledNetwork, max_nodes: int) -> _Abstraction:
+    """`explore_at` with the finest quantum (`QUANTA`) whose node count stays within 20 nodes
+    per configuration (weakly saturated networks need a coarser one)."""
+    for q in QUANTA:
+        try:
+            return explore_at(machine, net, max_nodes, q, per_config=20 if q < QUANTA[-1] else None)
+        except _TooManyNodes:
+            continue
+    raise AssertionError("unreachable")
+
+
+def explore_at(machine: Machine, net: CompiledNetwork, max_nodes: int, quantum: float,
+               per_config: int | None = None) -> _Abstraction:
     """Breadth-first search over pairs (configuration c, network state h): from each node and
-    symbol, the machine steps c and the float64 network steps h; states within
-    `CENTRE_QUANTUM` of an existing node's with the same configuration join that node.
+    symbol, the machine steps c and the float64 network steps h; states in the same cell of the
+    grid of spacing `quantum` as an existing node's, with the same configuration, join it.
 
     Any choice of centres and successor nodes is sound: the induction only needs the initial
     state in its box and every box mapped inside its successor's box, which `certify` checks.
@@ -150,7 +166,7 @@ def explore(machine: Machine, net: CompiledNetwork, max_nodes: int) -> _Abstract
     configs = [machine.initial()]
     cfg_index = {configs[0]: 0}
     node_config, node_string, centres = [0], [()], [s0.numpy()]
-    keys = {(0, _quantise(centres[0])): 0}
+    keys = {(0, _quantise(centres[0], quantum)): 0}
     succ_rows: list[np.ndarray] = []
     frontier = [0]
     while frontier:
@@ -172,9 +188,12 @@ def explore(machine: Machine, net: CompiledNetwork, max_nodes: int) -> _Abstract
                 if ci is None:
                     ci = cfg_index[c] = len(configs)
                     configs.append(c)
-                key = (ci, _quantise(new[i]))
+                key = (ci, _quantise(new[i], quantum))
                 m = keys.get(key)
                 if m is None:
+                    if per_config is not None and len(node_config) > max(
+                            1000, per_config * len(configs)):
+                        raise _TooManyNodes
                     if len(node_config) >= max_nodes:
                         raise CertificationError(
                             f"more than {max_nodes:,} (configuration, state) pairs: raise "
@@ -190,8 +209,8 @@ def explore(machine: Machine, net: CompiledNetwork, max_nodes: int) -> _Abstract
     return _Abstraction(configs, np.array(node_config), node_string, succ, np.stack(centres))
 
 
-def _quantise(x: np.ndarray) -> bytes:
-    return np.round(x / CENTRE_QUANTUM).astype(np.int64).tobytes()
+def _quantise(x: np.ndarray, quantum: float) -> bytes:
+    return np.round(x / quantum).astype(np.int64).tobytes()
 
 
 def _config_fields(machine: Machine, strings: list) -> dict:
