@@ -1,13 +1,16 @@
 """Verification cost against the bare network: Dyck-(4, 5), batch 1024, length 256.
 
-Prints the ratio  (time of `verify` on one batch of busy strings) / (time of the bare
-``nn.LSTM`` forward pass of the same size on the same batch).  Target: ≤ 1.5.
+For each construction (hewitt, compact) × (lstm, elman) it prints the time of the bare torch
+recurrent layer of the same size on the same batch (``nn.LSTM`` for lstm, ``nn.RNN`` for elman;
+embedding included, no grad), the compiled network's forward + decode + readout, the machine's
+batch simulation, one `verify` run over the batch (string sampling + lockstep + comparison), and
 
-When no Dyck-(k, m) LSTM construction is registered yet, it says so and prints instead the
-verifier's own share, measured with a stand-in network that decodes to the machine's fields for
-free: string sampling + machine simulation + comparison, over the bare forward.
+    ratio = verify / bare forward.          Target for lstm/hewitt: ≤ 1.5.
 
-Usage:  python benchmarks/bench_verify.py [--k 4 --m 5 --batch 1024 --length 256 --repeat 5]
+Threads: torch's default (set OMP_NUM_THREADS), or --threads.
+
+Usage:  OMP_NUM_THREADS=2 python benchmarks/bench_verify.py [--k 4 --m 5 --batch 1024
+        --length 256 --repeat 5 --methods hewitt,compact --targets lstm,elman]
 """
 
 from __future__ import annotations
@@ -24,9 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout, no
 
 import pdanet as pn
 from pdanet.automata import dyck
-from pdanet.errors import CompileError
 from pdanet.verify import verify
 from pdanet.verify.strings import long_strings
+
+TARGET_RATIO = 1.5
 
 
 def best_of(fn, repeat: int) -> float:
@@ -39,52 +43,24 @@ def best_of(fn, repeat: int) -> float:
     return min(times)
 
 
-def bare_forward_time(hidden: int, inputs: int, ids: np.ndarray, repeat: int) -> float:
-    """One-layer nn.LSTM forward (plus embedding), batch first, no grad."""
+def bare_forward_time(cell: str, hidden: int, inputs: int, ids: np.ndarray, repeat: int) -> float:
+    """One-layer nn.LSTM / nn.RNN (hidden → hidden) after an embedding, batch first, no grad."""
     emb = torch.nn.Embedding(inputs, hidden)
-    lstm = torch.nn.LSTM(hidden, hidden, batch_first=True)
+    layer = (torch.nn.LSTM if cell == "lstm" else torch.nn.RNN)(hidden, hidden, batch_first=True)
     x = torch.as_tensor(ids)
 
     def run():
         with torch.no_grad():
-            lstm(emb(x.clamp(min=0)))
+            layer(emb(x.clamp(min=0)))
 
     return best_of(run, repeat)
-
-
-class StandIn:
-    """Stand-in network: a bare nn.LSTM forward of the construction's size (the real cost), with
-    decoding replaced by a lookup of the machine's fields precomputed for the benchmark batch."""
-
-    construction = "stand-in (bare LSTM + precomputed decoding)"
-
-    def __init__(self, machine, hidden: int, ids: np.ndarray, lengths: np.ndarray):
-        self.machine = machine
-        self.module = torch.nn.Module()
-        self.emb = torch.nn.Embedding(len(machine.alphabet), hidden)
-        self.lstm = torch.nn.LSTM(hidden, hidden, batch_first=True)
-        self.key = ids.tobytes()
-        self.fields = dict(machine.run_batch(ids, lengths).fields)
-
-    def forward(self, ids):
-        if ids.numpy().tobytes() != self.key:
-            raise RuntimeError("the stand-in only knows the benchmark batch")
-        out, _ = self.lstm(self.emb(ids.clamp(min=0)))
-        return out, out
-
-    def decode(self, states):
-        return {k: v.copy() for k, v in self.fields.items() if k != "output"}
-
-    def readout(self, logits):
-        return self.fields["output"].copy()
 
 
 def network_time(net, ids: np.ndarray, repeat: int) -> float:
     """The compiled network's own forward pass plus its decoding and readout."""
 
     def run():
-        with torch.no_grad():
-            states, logits = net.forward(torch.as_tensor(ids))
+        states, logits = net.forward(torch.as_tensor(ids))
         net.decode(states)
         net.readout(logits)
 
@@ -98,55 +74,47 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--length", type=int, default=256)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--stand-in", action="store_true",
-                    help="use the stand-in network even when a construction is available")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    ap.add_argument("--methods", default="hewitt,compact")
+    ap.add_argument("--targets", default="lstm,elman")
     args = ap.parse_args()
-    torch.set_num_threads(args.threads)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
     machine = dyck(args.k, args.m)
     ids, lengths = long_strings(machine, args.batch, args.length, rng=0, busy=0.7)
     print(f"Dyck-({args.k}, {args.m}), batch {args.batch}, length {args.length}, "
           f"{torch.get_num_threads()} torch thread(s)")
-
-    net = None
-    if not args.stand_in:
-        try:
-            net = pn.compile(machine, target="lstm")
-        except CompileError as exc:
-            print(f"no Dyck LSTM construction is available yet ({exc});")
-            print("measuring with a stand-in network (bare LSTM, decoding precomputed) instead.")
-    if net is not None:
-        hidden = net.hidden_units
-        label = f"{net.construction} ({hidden} hidden units)"
-    else:
-        hidden = 3 * args.m * max(1, (args.k - 1).bit_length()) - args.m  # Hewitt et al. LSTM
-        net = StandIn(machine, hidden, ids, lengths)
-        label = net.construction
-
-    t_bare = bare_forward_time(hidden, len(machine.alphabet), ids, args.repeat)
-    t_net = network_time(net, ids, args.repeat)
+    t_machine = best_of(lambda: machine.run_batch(ids, lengths), args.repeat)
     t_sample = best_of(lambda: long_strings(machine, args.batch, args.length, rng=0, busy=0.7),
                        args.repeat)
-    t_machine = best_of(lambda: machine.run_batch(ids, lengths), args.repeat)
+    print(f"machine simulation (run_batch): {t_machine * 1e3:.1f} ms; "
+          f"string sampling: {t_sample * 1e3:.1f} ms")
+    head = (f"{'network':<16}{'units':>6}{'bare fwd ms':>13}{'net+decode ms':>15}"
+            f"{'verify ms':>11}{'ratio':>8}")
+    print(head)
+    print("-" * len(head))
+    for target in args.targets.split(","):
+        for method in args.methods.split(","):
+            net = pn.compile(machine, target=target, method=method)
+            hidden = net.hidden_units
+            t_bare = bare_forward_time(target, hidden, len(machine.alphabet), ids, args.repeat)
+            t_net = network_time(net, ids, args.repeat)
 
-    def run_verify():
-        report = verify(machine, net, max_length=None, samples=0, long_length=args.length,
-                        long_samples=args.batch, batch_size=args.batch)
-        assert report.ok, str(report)
+            def run_verify():
+                report = verify(machine, net, max_length=None, samples=0,
+                                long_length=args.length, long_samples=args.batch,
+                                batch_size=args.batch)
+                assert report.ok, str(report)
 
-    t_verify = best_of(run_verify, args.repeat)
-    rows = [
-        (f"bare nn.LSTM forward ({hidden} units)", t_bare),
-        ("network forward + decode + readout", t_net),
-        ("machine simulation (run_batch)", t_machine),
-        ("string sampling (machine.sample)", t_sample),
-        ("verify (sampling + lockstep + comparison)", t_verify),
-    ]
-    print(f"network: {label}")
-    for name, t in rows:
-        print(f"{name:<46}: {t * 1e3:9.1f} ms")
-    print(f"{'ratio verify / bare nn.LSTM forward':<46}: {t_verify / t_bare:9.2f}   (target ≤ 1.5)")
-    print(f"{'ratio verify / network forward + decode':<46}: {t_verify / t_net:9.2f}")
+            t_verify = best_of(run_verify, args.repeat)
+            ratio = t_verify / t_bare
+            mark = "" if target != "lstm" or method != "hewitt" else (
+                "  (target ≤ 1.5: " + ("met)" if ratio <= TARGET_RATIO else "NOT met)"))
+            print(f"{target + '/' + method:<16}{hidden:>6}{t_bare * 1e3:>13.1f}"
+                  f"{t_net * 1e3:>15.1f}{t_verify * 1e3:>11.1f}{ratio:>8.2f}{mark}")
+    print("bare fwd: nn.LSTM (lstm) or nn.RNN (elman) of the same hidden size; "
+          "ratio = verify / bare fwd")
+
 
 if __name__ == "__main__":
     main()

@@ -28,6 +28,7 @@ from pdanet.automata.io import load
 from pdanet.automata.nfa import NFA
 from pdanet.automata.regex import regex_to_dfa
 from pdanet.constructions import CompiledNetwork, compile
+from pdanet.export import load_network, save_network
 from pdanet.learning import initialize
 from pdanet.verify import bounds
 from pdanet.verify.certificate import Certificate, certify
@@ -38,5 +39,5 @@ __version__ = "0.1.0"
 __all__ = [
     "errors", "Alphabet", "EPSILON", "BOTTOM", "DFA", "NFA", "DPDA", "PDA", "DPDT", "BoundedPDA",
     "DyckKM", "CFG", "PCFG", "tasks", "regex_to_dfa", "load", "draw", "render", "to_networkx",
-    "CompiledNetwork", "compile", "initialize", "verify", "certify", "Certificate", "bounds", "__version__",
+    "CompiledNetwork", "compile", "load_network", "save_network", "initialize", "verify", "certify", "Certificate", "bounds", "__version__",
 ]

@@ -156,9 +156,10 @@ class DyckKM(Machine):
         stacks = np.empty((B, T + 1, m), dtype=np.int64)
         depths = np.empty((B, T + 1), dtype=np.int64)
         alives = np.empty((B, T + 1), dtype=bool)
-        stacks[:, 0], depths[:, 0], alives[:, 0] = stack, depth, alive
+        tops = np.empty((B, T + 1), dtype=np.int64)
+        stacks[:, 0], depths[:, 0], alives[:, 0], tops[:, 0] = stack, depth, alive, -1
         rows = np.arange(B)
-        for t in range(T):
+        for t in range(T):              # a row past its length is never active: its fields hold
             s = ids[:, t]
             act = (t < lengths) & alive
             is_open = s < k
@@ -172,27 +173,30 @@ class DyckKM(Machine):
             stack[rows[do_pop], depth[do_pop] - 1] = -1
             depth = depth + do_push - do_pop
             stacks[:, t + 1], depths[:, t + 1], alives[:, t + 1] = stack, depth, alive
-        tops = np.where(depths > 0, np.take_along_axis(
-            stacks, np.maximum(depths - 1, 0)[..., None], axis=2)[..., 0], -1)
+            tops[:, t + 1] = np.where(depth > 0, stack[rows, np.maximum(depth - 1, 0)], -1)
         fields: dict[str, Any] = {
-            "stack": hold_after_length(stacks, lengths),
-            "depth": hold_after_length(depths, lengths),
-            "state": hold_after_length(np.where(alives, 0, -1), lengths),
-            "top": hold_after_length(tops, lengths),
+            "stack": stacks,
+            "depth": depths,
+            "state": np.where(alives, 0, -1),
+            "top": tops,
         }
         if with_output:
-            fields["output"] = self.next_set_batch(fields["depth"], fields["top"],
-                                                   fields["state"] >= 0)
+            fields["output"] = self.next_set_batch(depths, tops, alives)
         return BatchTrace(lengths, fields)
 
     def next_set_batch(self, depth: np.ndarray, top: np.ndarray, alive: np.ndarray) -> np.ndarray:
         """Allowed-next-symbol sets (…, 2k+1) from depth, top and liveness arrays."""
         k = self.k
-        out = np.zeros(depth.shape + (2 * k + 1,), dtype=bool)
+        out = np.empty(depth.shape + (2 * k + 1,), dtype=bool)
         out[..., :k] = (alive & (depth < self.m))[..., None]
-        has_top = alive & (depth > 0) & (top >= 0)
-        idx = np.nonzero(has_top)
-        out[idx + (k + top[idx],)] = True
+        has_top = alive & (depth > 0)
+        if k <= 64:                                           # one comparison per close bracket
+            np.equal(top[..., None], np.arange(k), out=out[..., k:2 * k])
+            out[..., k:2 * k] &= has_top[..., None]
+        else:                                                 # huge k: set one entry per row
+            out[..., k:2 * k] = False
+            idx = np.nonzero(has_top & (top >= 0))
+            out[idx + (k + top[idx],)] = True
         out[..., 2 * k] = alive & (depth == 0)
         return out
 

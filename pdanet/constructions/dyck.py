@@ -34,7 +34,7 @@ import torch
 
 from pdanet.automata.bounded import DyckKM
 from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact, register
-from pdanet.constructions.dyck_codes import CODES, SlotCode, ceil_log2
+from pdanet.constructions.dyck_codes import CODES, SlotCode, binary, ceil_log2
 from pdanet.constructions.modules import RecurrentNet
 from pdanet.errors import InputError
 
@@ -66,28 +66,91 @@ def information_floor(k: int, m: int) -> int:
 class DyckLSTMNet(RecurrentNet):
     """`RecurrentNet` (LSTM) whose ``states`` are [h, c] (B, T+1, 2H): the stack lives in c.
 
-    Same parameters and ``state_dict`` keys as `RecurrentNet`; logits read h only.
+    Same parameters and ``state_dict`` keys as `RecurrentNet`; logits read h only (the same
+    readout layers, applied as W·h + b). h is the ``nn.LSTM`` output itself; c is recomputed from
+    it, c_t = f_t ⊙ c_{t−1} + i_t ⊙ g_t with the gates of (x_t, h_{t−1}). Gate rows the weights
+    share (i and f constant over groups of w consecutive units, g periodic with period w — how
+    `build_lstm` lays out its slots) are evaluated once; any other weights work too (w = 1, g per
+    unit). ``states`` and ``logits`` are (B, T+1, ·) views of buffers stored (T+1, ·, B).
     """
 
     def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         ids = torch.as_tensor(ids)
         B, T = ids.shape
+        H = self.hidden_size
         x = self.embedding(ids.clamp(min=0))
         h0, c0 = self.initial_state(B)
         out, _ = self.rnn(x, (h0, c0))
-        hs = torch.cat([h0[0].unsqueeze(1), out], dim=1)
+        if torch.is_grad_enabled() and any(p.requires_grad for p in self.parameters()):
+            return self._differentiable(x, h0, c0, out)
+        buf = out.new_empty(2 * H, T + 1, B)                   # [h; c] by unit, then step, batch
+        buf[:H, 0] = h0[0].T
+        buf[:H, 1:] = out.transpose(0, 1).transpose(1, 2).contiguous().transpose(0, 1)  # 2 moves
+        buf[H:, 0] = c0[0].T
+        self._cells(ids, buf)
+        logits = self._logits_by_column(buf[:H].reshape(H, -1)).view(-1, T + 1, B)
+        return buf.permute(2, 1, 0), logits.permute(2, 1, 0)
+
+    def _differentiable(self, x: torch.Tensor, h0: torch.Tensor, c0: torch.Tensor,
+                        out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The same states and logits without in-place writes, for autograd (slower)."""
         rnn = self.rnn
+        hs = torch.cat([h0[0].unsqueeze(1), out], dim=1)
         pre = (x @ rnn.weight_ih_l0.T + hs[:, :-1] @ rnn.weight_hh_l0.T
-               + rnn.bias_ih_l0 + rnn.bias_hh_l0)            # gates at every step, in one go
+               + rnn.bias_ih_l0 + rnn.bias_hh_l0)
         gi, gf, gg, _ = pre.chunk(4, dim=-1)
-        gi, gf, gg = torch.sigmoid(gi), torch.sigmoid(gf), torch.tanh(gg)
-        cs = torch.empty_like(hs)
-        c = c0[0]
-        cs[:, 0] = c
-        for t in range(T):                                     # c_t = f c_{t-1} + i g
-            c = gf[:, t] * c + gi[:, t] * gg[:, t]
-            cs[:, t + 1] = c
-        return torch.cat([hs, cs], dim=-1), self.logits(hs)
+        ig, gf = torch.sigmoid(gi) * torch.tanh(gg), torch.sigmoid(gf)
+        cs = [c0[0]]
+        for t in range(x.shape[1]):                             # c_t = f c_{t−1} + i g
+            cs.append(gf[:, t] * cs[-1] + ig[:, t])
+        return torch.cat([hs, torch.stack(cs, dim=1)], dim=-1), self.logits(hs)
+
+    def _logits_by_column(self, h: torch.Tensor) -> torch.Tensor:
+        """`logits` for h stored (H, N): W·h + b per readout layer → (O, N)."""
+        z = torch.addmm(self.readout.bias[:, None], self.readout.weight, h)
+        if self.out_embedding is not None:
+            z = torch.addmm(self.out_embedding.bias[:, None], self.out_embedding.weight, z)
+        return z
+
+    def _shared_rows(self) -> tuple[int, bool]:
+        """Largest group width w with i, f rows constant over each group of w units, and
+        whether the g rows repeat with period w (else g is evaluated for every unit)."""
+        rnn, H = self.rnn, self.hidden_size
+        W = torch.cat([rnn.weight_ih_l0, rnn.weight_hh_l0,
+                       (rnn.bias_ih_l0 + rnn.bias_hh_l0)[:, None]], 1)
+        i_f = W[:2 * H]
+        g = W[2 * H:3 * H]
+        for w in range(H, 0, -1):
+            if H % w:
+                continue
+            groups = i_f.view(2 * H // w, w, -1)
+            if bool((groups == groups[:, :1]).all()):
+                return w, bool((g.view(H // w, w, -1) == g[:w]).all())
+        raise AssertionError("unreachable: w = 1 always qualifies")
+
+    def _cells(self, ids: torch.Tensor, buf: torch.Tensor) -> None:
+        """Fill buf[H:, 1:] with c_1..c_T (buf[:H, :-1] holds h_0..h_{T−1}; (unit, step, batch))."""
+        rnn, H = self.rnn, self.hidden_size
+        T, B = buf.shape[1] - 1, buf.shape[2]
+        w, periodic = self._shared_rows()
+        m = H // w
+        n_g = w if periodic else H
+        sel = torch.cat([torch.arange(0, H, w), torch.arange(H, 2 * H, w),
+                         2 * H + torch.arange(n_g)]).to(buf.device)
+        bias = (rnn.bias_ih_l0 + rnn.bias_hh_l0)[sel]
+        x = self.embedding(ids.T.clamp(min=0)).reshape(T * B, -1)          # step-major inputs
+        pre = torch.addmm(bias[:, None], rnn.weight_ih_l0[sel], x.T)       # (gates, T·B)
+        pre.addmm_(rnn.weight_hh_l0[sel], buf[:H, :T].reshape(H, T * B))
+        pre[:2 * m].sigmoid_()
+        pre[2 * m:].tanh_()
+        pre = pre.view(-1, T, B)
+        gi, gf = pre[:m, None], pre[m:2 * m, None]                       # (m, 1, T, B)
+        gg = pre[2 * m:].view(1 if periodic else m, w, T, B)
+        cells = buf[H:].view(m, w, T + 1, B)
+        c = cells[:, :, 0]
+        for t in range(T):                                              # c_t = f c_{t−1} + i g
+            c = torch.addcmul(gi[:, :, t] * gg[:, :, t], gf[:, :, t], c)
+            cells[:, :, t + 1] = c
 
 
 def _readout_rows(code: SlotCode) -> tuple[np.ndarray, np.ndarray]:
@@ -153,6 +216,28 @@ def _top_first_to_stack(top_first: np.ndarray) -> dict[str, np.ndarray]:
     idx = np.clip(depth[..., None] - 1 - i, 0, m - 1)
     stack = np.where(i < depth[..., None], np.take_along_axis(top_first, idx, -1), -1)
     return {"stack": stack, "depth": depth}
+
+
+MAX_TABLE_BITS = 16
+
+
+def _slot_reader(code: SlotCode) -> Callable[[np.ndarray], np.ndarray]:
+    """Thresholded units (…, d) → slot types (…) as `code.decode` gives them. For d ≤ 16 the
+    bits are packed into an integer (vectorised over everything but the d bits) and looked up
+    in a table of `code.decode` over all 2^d words; the result keeps the input's memory layout."""
+    d = code.d
+    if d > MAX_TABLE_BITS:
+        return code.decode
+    table = code.decode(binary(np.arange(1 << d), d).astype(bool))
+    word = np.uint8 if d <= 8 else np.uint16
+
+    def read(on: np.ndarray) -> np.ndarray:
+        packed = np.zeros_like(on[..., 0], dtype=word)
+        for j in range(d):                                     # the d code bits, not the slots
+            packed |= on[..., j].astype(word) << word(j)
+        return table[packed]
+
+    return read
 
 
 # --- Elman ---------------------------------------------------------------------------------------
@@ -228,17 +313,30 @@ def build_elman(machine: DyckKM, method: str, dtype: torch.dtype = torch.float32
         f"keeps sign with |logit| ≥ β(½ − 2Wε) = β/4: margin c = 1/4."
     )
     return _finish(machine, "elman", method, code, H, w, beta, argument, n_code, dtype,
-                   _elman_decoder(code, m), {"eps": eps, "W": W})
+                   _elman_decoder(code, m), {"eps": eps, "W": W, "layout": _elman_layout(code, m)})
+
+
+def _elman_layout(code: SlotCode, m: int) -> dict:
+    """Which unit holds what (read by structural certification; describes, never changes, the
+    network): ``units[copy, slot, j]`` is the index of coordinate j of stack slot ``slot`` (0 =
+    top) in copy P (copy 0, written on push) or Q (copy 1, written on pop). Ideal value of a
+    unit: g = 2·signs[j]·φ[j] − 1 in the copy that the last operation wrote, −1 in the other copy
+    and in empty slots (φ = the slot's code vector, `code.phi`)."""
+    d = code.d
+    return {"kind": "push_pop", "slots": m, "slot_width": d, "top": "first",
+            "units": np.arange(2 * m * d).reshape(2, m, d), "signs": code.signs.copy(),
+            "code": code}
 
 
 def _elman_decoder(code: SlotCode, m: int) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
     d = code.d
+    slot_types = _slot_reader(code)
 
     def decoder(states: np.ndarray) -> dict[str, np.ndarray]:
-        u = (1.0 + np.asarray(states, dtype=np.float64)) / 2.0
-        u = u.reshape(u.shape[:-1] + (2, m, d))
-        on = (u[..., 0, :, :] + u[..., 1, :, :]) > 0.5       # S = P + Q
-        return _top_first_to_stack(code.decode(on))
+        g = np.asarray(states)
+        g = g.reshape(g.shape[:-1] + (2, m, d))
+        on = g[..., 0, :, :] + g[..., 1, :, :] > -1              # S = P + Q: u_P + u_Q > ½
+        return _top_first_to_stack(slot_types(on))
 
     return decoder
 
@@ -360,20 +458,32 @@ def build_lstm(machine: DyckKM, method: str, dtype: torch.dtype = torch.float32,
         f"lengths ≤ N (compile with max_length=N to raise it; β grows like 4 ln N)."
     )
     return _finish(machine, "lstm", method, code, H, w, beta, argument, n_code, dtype,
-                   _lstm_decoder(code, m, H), {"eps": eps, "max_length": N, "rho": rho})
+                   _lstm_decoder(code, m, H),
+                   {"eps": eps, "max_length": N, "rho": rho, "layout": _lstm_layout(code, m)})
+
+
+def _lstm_layout(code: SlotCode, m: int) -> dict:
+    """Which unit holds what (read by structural certification; describes, never changes, the
+    network): ``units[slot, j]`` is coordinate j of stack slot ``slot`` (0 = bottom) in h and in
+    c (state index H + unit). Ideal values: c = φ (0 for an empty slot); h = tanh(φ) in the top
+    slot (slot depth − 1) and 0 elsewhere (φ = the slot's code vector, `code.phi`)."""
+    d = code.d
+    return {"kind": "cell_stack", "slots": m, "slot_width": d, "top": "last",
+            "units": np.arange(m * d).reshape(m, d), "code": code}
 
 
 def _lstm_decoder(code: SlotCode, m: int, H: int) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
     d = code.d
+    slot_types = _slot_reader(code)
 
     def decoder(states: np.ndarray) -> dict[str, np.ndarray]:
-        states = np.asarray(states, dtype=np.float64)
+        states = np.asarray(states)
         if states.shape[-1] != 2 * H:
             raise InputError(f"expected LSTM states [h, c] of width {2 * H}, got {states.shape[-1]}")
-        c = states[..., H:].reshape(states.shape[:-1] + (m, d))
-        slots = code.decode(np.abs(c) > 0.5)                  # bottom first already
-        depth = (slots != -1).sum(-1)
-        return {"stack": slots, "depth": depth}
+        c = states[..., H:]
+        on = np.abs(c) > 0.5                                   # laid out like `states`
+        slots = slot_types(on.reshape(on.shape[:-1] + (m, d)))  # bottom first already
+        return {"stack": slots, "depth": (slots != -1).sum(-1)}
 
     return decoder
 

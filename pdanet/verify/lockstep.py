@@ -73,7 +73,7 @@ def _positions_differ(expected: np.ndarray, got: np.ndarray) -> np.ndarray:
 
     Trailing entries are counted with one float32 matrix-vector product (exact for 0/1 counts),
     which is several times faster than ``.any(axis=-1)`` over a short last axis."""
-    diff = expected != got
+    diff = np.not_equal(expected, got, order="C")  # C order whatever the inputs' layouts
     if diff.ndim == 2:
         return diff
     B, T1 = diff.shape[:2]

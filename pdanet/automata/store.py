@@ -1,0 +1,398 @@
+"""Deterministic real-time transducers with one store: a stack, a queue or a double-ended queue.
+
+`StoreTransducer` reads one input symbol per step, looks at one end of its store, emits at most one
+output symbol and applies one store operation. Transitions are written
+``{(q, a, X): (q2, y, op)}``: in state ``q`` reading ``a`` with ``X`` at the end the machine looks
+at (a store symbol, or `BOTTOM` when the store is empty), it emits ``y`` (an output symbol, or
+`EPSILON`/None for nothing), applies ``op`` and goes to ``q2``. A missing transition blocks the
+machine (dead configuration, ``state=None``).
+
+Store contents are a tuple written *bottom end first* (index 0) and *top end last*:
+
+- ``"stack"``: looks at the top; ops ``"noop"``, ``("push", Y)``, ``"pop"``, ``("replace", Y)``
+  (pop then push).
+- ``"queue"``: the front is the bottom end (index 0), pushes go to the back (top end); looks at
+  the front; ops ``"noop"``, ``("push", Y)`` (enqueue), ``"pop"`` (dequeue), ``("replace", Y)``
+  (dequeue, then enqueue Y).
+- ``"deque"``: looks at the end named by ``reads[q]`` ("top" unless given); ops ``"noop"``,
+  ``("push_top", Y)``, ``("push_bottom", Y)``, ``"pop_top"``, ``"pop_bottom"``.
+
+Popping an empty store is an error at construction (a transition reading `BOTTOM` may not pop).
+`run_batch` fields (B, T+1, …): ``state`` (-1 dead), ``store`` (codes bottom end first, -1
+padding, width = the longest store in the batch, at least 1), ``size`` (-1 dead) and ``output``
+(index into ``output_alphabet``, -1 for none).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Hashable, Iterable, Mapping
+
+import numpy as np
+
+from pdanet.automata.alphabet import BOTTOM, EPSILON, Alphabet
+from pdanet.automata.base import BatchTrace, Machine, hold_after_length
+from pdanet.errors import AutomatonError, InputError
+
+STORE_KINDS = ("stack", "queue", "deque")
+_OPS = {
+    "stack": ("noop", "push", "pop", "replace"),
+    "queue": ("noop", "push", "pop", "replace"),
+    "deque": ("noop", "push_top", "push_bottom", "pop_top", "pop_bottom"),
+}
+# (pop end, push end) of each op; "top" = last element, "bottom" = element 0.
+_ENDS = {
+    ("stack", "noop"): (None, None), ("stack", "push"): (None, "top"),
+    ("stack", "pop"): ("top", None), ("stack", "replace"): ("top", "top"),
+    ("queue", "noop"): (None, None), ("queue", "push"): (None, "top"),
+    ("queue", "pop"): ("bottom", None), ("queue", "replace"): ("bottom", "top"),
+    ("deque", "noop"): (None, None), ("deque", "push_top"): (None, "top"),
+    ("deque", "push_bottom"): (None, "bottom"), ("deque", "pop_top"): ("top", None),
+    ("deque", "pop_bottom"): ("bottom", None),
+}
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    """State (None = dead), store contents (bottom end first) and the symbol emitted by the last
+    step (None for none)."""
+
+    state: Hashable | None
+    store: tuple = ()
+    emitted: Hashable | None = None
+
+
+@dataclass(frozen=True)
+class StoreMove:
+    """A normalised transition result: target state, emitted symbol (None), op name, pushed
+    symbol (None), and the ends it pops from / pushes to (None for none)."""
+
+    target: Hashable
+    output: Hashable | None
+    op: str
+    symbol: Hashable | None
+    pop_end: str | None
+    push_end: str | None
+
+
+class StoreTransducer(Machine):
+    """A deterministic real-time transducer with a stack, queue or deque (see the module
+    docstring). ``accepting`` (optional) restricts the domain as for `DPDT`."""
+
+    output_kind = "symbol"
+
+    def __init__(self, store: str, states: Iterable[Hashable],
+                 input_alphabet: Alphabet | Iterable[Hashable] | str,
+                 output_alphabet: Alphabet | Iterable[Hashable] | str,
+                 store_alphabet: Alphabet | Iterable[Hashable] | str,
+                 transitions: Mapping[tuple, Any], start: Hashable,
+                 accepting: Iterable[Hashable] = (), reads: Mapping[Hashable, str] | None = None,
+                 name: str | None = None):
+        if store not in STORE_KINDS:
+            raise AutomatonError(f"store {store!r} is not one of {STORE_KINDS}")
+        self.store = store
+        self.states = tuple(states)
+        self._state_index = {}
+        for i, q in enumerate(self.states):
+            if q is None or q in self._state_index:
+                raise AutomatonError(f"state {q!r} is None or declared twice")
+            self._state_index[q] = i
+        self.alphabet = Alphabet.of(input_alphabet)
+        self.output_alphabet = Alphabet.of(output_alphabet)
+        self.store_alphabet = Alphabet.of(store_alphabet)
+        if start not in self._state_index:
+            raise AutomatonError(f"start state {start!r} is not among the declared states")
+        self.start = start
+        self.accepting = frozenset(accepting)
+        for q in self.accepting:
+            if q not in self._state_index:
+                raise AutomatonError(f"accepting state {q!r} is not among the declared states")
+        reads = dict(reads or {})
+        if reads and store != "deque":
+            raise AutomatonError(f"`reads` is only for deques; a {store} looks at one fixed end")
+        for q, end in reads.items():
+            if q not in self._state_index or end not in ("top", "bottom"):
+                raise AutomatonError(f"reads[{q!r}] = {end!r}: need a declared state and "
+                                     "'top' or 'bottom'")
+        self.reads = {q: reads.get(q, "top" if store != "queue" else "bottom")
+                      for q in self.states}
+        if store == "stack":
+            self.reads = {q: "top" for q in self.states}
+        self.name = name
+        self._trans: dict[tuple, StoreMove] = {}
+        for key, value in dict(transitions).items():
+            self._trans[key] = self._parse(key, value)
+
+    # --- validation -----------------------------------------------------------------------------
+    def _parse(self, key: Any, value: Any) -> StoreMove:
+        if not (isinstance(key, tuple) and len(key) == 3):
+            raise AutomatonError(f"transition key {key!r} must be (state, input symbol, read symbol)")
+        q, a, x = key
+        if q not in self._state_index:
+            raise AutomatonError(f"transition {key!r} leaves undeclared state {q!r}")
+        if a not in self.alphabet:
+            raise AutomatonError(f"transition {key!r} reads {a!r}, not in the input alphabet "
+                                 f"{self.alphabet!r} (store transducers are real-time: no ε)")
+        if x is not BOTTOM and x not in self.store_alphabet:
+            raise AutomatonError(f"transition {key!r} expects {x!r}, neither BOTTOM nor in the "
+                                 f"store alphabet {self.store_alphabet!r}")
+        if not (isinstance(value, tuple) and len(value) == 3):
+            raise AutomatonError(f"transition {key!r} must map to (next state, output, op), got "
+                                 f"{value!r}")
+        q2, y, op = value
+        if q2 not in self._state_index:
+            raise AutomatonError(f"transition {key!r} goes to undeclared state {q2!r}")
+        if y is EPSILON:
+            y = None
+        if y is not None and y not in self.output_alphabet:
+            raise AutomatonError(f"transition {key!r} emits {y!r}, not in the output alphabet "
+                                 f"{self.output_alphabet!r}")
+        name, sym = (op, None) if isinstance(op, str) else (tuple(op) + (None,))[:2]
+        if name not in _OPS[self.store]:
+            raise AutomatonError(f"transition {key!r}: op {op!r} is not one of "
+                                 f"{_OPS[self.store]} for a {self.store}")
+        pop_end, push_end = _ENDS[(self.store, name)]
+        if (push_end is None) != (sym is None):
+            raise AutomatonError(f"transition {key!r}: op {op!r} needs a pushed symbol exactly "
+                                 "when it pushes, e.g. ('push', 'a')")
+        if sym is not None and sym not in self.store_alphabet:
+            raise AutomatonError(f"transition {key!r} pushes {sym!r}, not in the store alphabet "
+                                 f"{self.store_alphabet!r}")
+        if pop_end is not None and x is BOTTOM:
+            raise AutomatonError(f"transition {key!r} pops an empty {self.store}; drop the pop "
+                                 "or the transition")
+        return StoreMove(q2, y, name, sym, pop_end, push_end)
+
+    # --- structure ------------------------------------------------------------------------------
+    @property
+    def transitions(self) -> dict:
+        return dict(self._trans)
+
+    @property
+    def is_realtime(self) -> bool:
+        return True
+
+    def state_index(self, q: Hashable) -> int:
+        try:
+            return self._state_index[q]
+        except KeyError:
+            raise AutomatonError(f"{q!r} is not a state of {self!r}") from None
+
+    def __repr__(self) -> str:
+        label = f" {self.name!r}" if self.name else ""
+        return (f"<StoreTransducer{label} ({self.store}): {len(self.states)} states, "
+                f"{len(self.alphabet)} input symbols, {len(self.store_alphabet)} store symbols>")
+
+    @cached_property
+    def _key(self) -> tuple:
+        return (self.store, self.states, self.alphabet, self.output_alphabet, self.store_alphabet,
+                frozenset(self._trans.items()), self.start, self.accepting,
+                tuple(sorted(self.reads.items(), key=repr)))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StoreTransducer) and self._key == other._key
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    # --- the protocol ---------------------------------------------------------------------------
+    def initial(self) -> StoreConfig:
+        return StoreConfig(self.start, (), None)
+
+    def _look(self, q: Hashable, store: tuple) -> Hashable:
+        if not store:
+            return BOTTOM
+        return store[-1] if self.reads[q] == "top" else store[0]
+
+    def step(self, config: StoreConfig, symbol: Hashable) -> StoreConfig:
+        if symbol not in self.alphabet:
+            self.alphabet.index(symbol)
+        if config.state is None:
+            return StoreConfig(None, (), None)
+        move = self._trans.get((config.state, symbol, self._look(config.state, config.store)))
+        if move is None:
+            return StoreConfig(None, (), None)
+        s = config.store
+        if move.pop_end == "top":
+            s = s[:-1]
+        elif move.pop_end == "bottom":
+            s = s[1:]
+        if move.push_end == "top":
+            s = s + (move.symbol,)
+        elif move.push_end == "bottom":
+            s = (move.symbol,) + s
+        return StoreConfig(move.target, s, move.output)
+
+    def output(self, config: StoreConfig) -> Hashable | None:
+        return config.emitted
+
+    def is_dead(self, config: StoreConfig) -> bool:
+        return config.state is None
+
+    def is_accepting(self, config: StoreConfig) -> bool:
+        return config.state is not None and (not self.accepting or config.state in self.accepting)
+
+    def transduce(self, string) -> tuple:
+        """The output string; InputError when the machine blocks or ends outside ``accepting``."""
+        config = self.initial()
+        out = []
+        for pos, sym in enumerate(self.alphabet.split(string)):
+            config = self.step(config, sym)
+            if config.state is None:
+                raise InputError(f"{self!r} blocks at position {pos} of {string!r}")
+            if config.emitted is not None:
+                out.append(config.emitted)
+        if not self.is_accepting(config):
+            raise InputError(f"{self!r} ends {string!r} outside its accepting states")
+        return tuple(out)
+
+    # --- batched simulation ---------------------------------------------------------------------
+    @cached_property
+    def tables(self) -> dict[str, np.ndarray]:
+        """Dense tables indexed by (state, input, read code; BOTTOM = |store alphabet|):
+        ``next`` (-1 missing), ``out`` (-1 none), ``pop`` / ``push`` (0 none, 1 top, 2 bottom),
+        ``sym`` (pushed code, -1 none); and ``reads_top`` per state."""
+        n, k, g = len(self.states), len(self.alphabet), len(self.store_alphabet) + 1
+        nxt = np.full((n, k, g), -1, dtype=np.int64)
+        out = np.full((n, k, g), -1, dtype=np.int64)
+        pop = np.zeros((n, k, g), dtype=np.int64)
+        push = np.zeros((n, k, g), dtype=np.int64)
+        sym = np.full((n, k, g), -1, dtype=np.int64)
+        end = {None: 0, "top": 1, "bottom": 2}
+        for (q, a, x), mv in self._trans.items():
+            i = (self._state_index[q], self.alphabet.index(a),
+                 g - 1 if x is BOTTOM else self.store_alphabet.index(x))
+            nxt[i] = self._state_index[mv.target]
+            out[i] = -1 if mv.output is None else self.output_alphabet.index(mv.output)
+            pop[i], push[i] = end[mv.pop_end], end[mv.push_end]
+            sym[i] = -1 if mv.symbol is None else self.store_alphabet.index(mv.symbol)
+        reads_top = np.array([self.reads[q] == "top" for q in self.states], dtype=bool)
+        return {"next": nxt, "out": out, "pop": pop, "push": push, "sym": sym,
+                "reads_top": reads_top}
+
+    def run_batch(self, ids: np.ndarray, lengths: np.ndarray | None = None) -> BatchTrace:
+        """Vectorised over the batch: each row's store is a window ``buf[lo:hi]`` of a buffer with
+        room for T symbols on either side (see the module docstring for the fields)."""
+        ids, lengths = self.check_ids(ids, lengths)
+        tab = self.tables
+        B, T = ids.shape
+        G = len(self.store_alphabet)
+        buf = np.full((B, 2 * T + 1), -1, dtype=np.int64)
+        lo = np.full(B, T, dtype=np.int64)
+        hi = lo.copy()
+        q = np.full(B, self._state_index[self.start], dtype=np.int64)
+        rows = np.arange(B)
+        states = np.empty((B, T + 1), dtype=np.int64)
+        sizes = np.empty((B, T + 1), dtype=np.int64)
+        outs = np.full((B, T + 1), -1, dtype=np.int64)
+        snaps = np.full((B, T + 1, T), -1, dtype=np.int64) if T else np.full((B, 1, 1), -1)
+        cols = np.arange(T)
+        states[:, 0], sizes[:, 0] = q, 0
+        for t in range(T):
+            active = (t < lengths) & (q >= 0)
+            r = rows[active]
+            empty = lo[r] == hi[r]
+            top_first = tab["reads_top"][q[r]]
+            look = np.where(top_first, buf[r, np.maximum(hi[r] - 1, 0)], buf[r, lo[r]])
+            look = np.where(empty, G, look)
+            idx = (q[r], ids[r, t], look)
+            q2 = tab["next"][idx]
+            pop, push, sym = tab["pop"][idx], tab["push"][idx], tab["sym"][idx]
+            hi[r] -= pop == 1
+            lo[r] += pop == 2
+            put_top, put_bot = r[push == 1], r[push == 2]
+            buf[put_top, hi[put_top]] = sym[push == 1]
+            hi[put_top] += 1
+            lo[put_bot] -= 1
+            buf[put_bot, lo[put_bot]] = sym[push == 2]
+            q[r] = q2
+            outs[r, t + 1] = np.where(q2 >= 0, tab["out"][idx], -1)
+            dead = r[q2 < 0]
+            lo[dead] = hi[dead] = T
+            states[:, t + 1] = q
+            sizes[:, t + 1] = np.where(q >= 0, hi - lo, -1)
+            gather = np.minimum(lo[:, None] + cols[None, :], 2 * T)
+            snaps[:, t + 1] = np.where(cols[None, :] < (hi - lo)[:, None],
+                                       np.take_along_axis(buf, gather, axis=1), -1)
+        W = max(int(sizes.max(initial=0)), 1)
+        store = snaps[:, :, :W] if snaps.shape[2] >= W else np.pad(
+            snaps, ((0, 0), (0, 0), (0, W - snaps.shape[2])), constant_values=-1)
+        fields = {"state": hold_after_length(states, lengths),
+                  "store": hold_after_length(store, lengths),
+                  "size": hold_after_length(sizes, lengths),
+                  "output": hold_after_length(outs, lengths)}
+        return BatchTrace(lengths, fields)
+
+
+# --- instances (Grefenstette et al. 2015, §4.1, delayed-output form w #^|w| -> #^|w| f(w)) -------
+BLANK = "#"
+
+
+def _vocab(vocab_size: int) -> tuple:
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
+        raise InputError(f"vocab_size must be a positive integer, got {vocab_size!r}")
+    return tuple(f"s{i}" for i in range(vocab_size))
+
+
+def sequence_copy(vocab_size: int = 4, store: str = "queue") -> StoreTransducer:
+    """w #^|w| -> #^|w| w with a queue (enqueue w, then dequeue one symbol per #) or a deque
+    (push w on top, then pop the bottom). Domain: the strings read without blocking."""
+    if store not in ("queue", "deque"):
+        raise InputError(f"sequence copy needs a queue or a deque, not a {store!r}")
+    V = _vocab(vocab_size)
+    push, pop = ("push", "pop") if store == "queue" else ("push_top", "pop_bottom")
+    t: dict = {}
+    for x in V:
+        for s in V + (BOTTOM,):
+            t[("read", x, s)] = ("read", BLANK, (push, x))
+    for s in V:
+        for q in ("read", "write"):
+            t[(q, BLANK, s)] = ("write", s, pop)
+    return StoreTransducer(store, ("read", "write"), V + (BLANK,), V + (BLANK,), V, t, "read",
+                           reads={"read": "bottom", "write": "bottom"} if store == "deque" else None,
+                           name=f"sequence_copy_{store}")
+
+
+def sequence_reversal(vocab_size: int = 4, store: str = "deque") -> StoreTransducer:
+    """w #^|w| -> #^|w| w^R with a stack or a deque (push w on top, pop the top per #)."""
+    if store not in ("stack", "deque"):
+        raise InputError(f"sequence reversal needs a stack or a deque, not a {store!r}")
+    V = _vocab(vocab_size)
+    push, pop = ("push", "pop") if store == "stack" else ("push_top", "pop_top")
+    t: dict = {}
+    for x in V:
+        for s in V + (BOTTOM,):
+            t[("read", x, s)] = ("read", BLANK, (push, x))
+    for s in V:
+        for q in ("read", "write"):
+            t[(q, BLANK, s)] = ("write", s, pop)
+    return StoreTransducer(store, ("read", "write"), V + (BLANK,), V + (BLANK,), V, t, "read",
+                           name=f"sequence_reversal_{store}")
+
+
+def bigram_flip(vocab_size: int = 4) -> StoreTransducer:
+    """w #^|w| -> #^|w| flip(w) (|w| even; flip swaps positions 2i-1 and 2i) with a queue.
+
+    The queue lags one symbol behind: x_{2i} is enqueued when read and x_{2i-1} (held in the
+    state) when x_{2i+1} is read, so after w it holds x2 x1 x4 x3 … x_n and the state owes
+    x_{n-1}. The first # dequeues x2 and enqueues x_{n-1} (a replace); later #s dequeue."""
+    V = _vocab(vocab_size)
+    states = ("start", "write") + tuple(("hold", x) for x in V) + tuple(("owe", x) for x in V)
+    t: dict = {}
+    G = V + (BOTTOM,)
+    for x in V:
+        for s in G:
+            t[("start", x, s)] = (("hold", x), BLANK, "noop")
+            for y in V:
+                t[(("hold", x), y, s)] = (("owe", x), BLANK, ("push", y))
+                t[(("owe", y), x, s)] = (("hold", x), BLANK, ("push", y))
+        for s in V:
+            t[(("owe", x), BLANK, s)] = ("write", s, ("replace", x))
+            t[("write", BLANK, x)] = ("write", x, "pop")
+    return StoreTransducer("queue", states, V + (BLANK,), V + (BLANK,), V, t, "start",
+                           name="bigram_flip_queue")
+
+
+__all__ = ["StoreTransducer", "StoreConfig", "StoreMove", "STORE_KINDS", "sequence_copy",
+           "sequence_reversal", "bigram_flip", "BLANK"]

@@ -1,0 +1,729 @@
+"""Real-time DPDAs, DPDTs, Mealy DFAs and store transducers compiled into RNN controllers that
+drive a differentiable memory (target ``"stack_rnn"``).
+
+Memories (``memory=``): ``"grefenstette"`` — the neural Stack / Queue / DeQue of Grefenstette et
+al. (2015), chosen by the machine's store (a pushdown machine uses the Stack); ``"joulin_mikolov"``
+— the superposition stack (Joulin & Mikolov 2015; DuSell & Chiang 2022 App. A.2);
+``"suzgun"`` — the push/pop stack of Suzgun et al. (2019) §3.1 (no no-op).
+
+One network step = one input symbol (``steps_per_symbol = 1``). At step t the controller reads
+``[x_t; r_{t-1}]`` (one-hot input, the memory's reading after step t-1; zero for an empty store)
+and its state ``h_{t-1}``, and emits, as affine maps of ``h_t``, the memory's actions (push and pop
+strengths exactly 0 or 1; a replace is pop + push in one Grefenstette step, Eq. 2), the pushed
+vector (the code of a store symbol: nonzero binary by default, or one-hot) and the output logits.
+The memory then steps and gives ``r_t``; logits may also read ``r_t`` (an empty-stack recogniser
+accepts when ``r_t = 0``).
+
+Controller (one-layer Elman, tanh). Controller states are ``c = (q, mode)``: ``mode`` is ``U`` (the
+memory holds the machine's whole store) or, for the one-operation stacks, ``H_X``: the machine's
+top ``X`` (or ⊥) is held in the controller and the memory holds the stack below it, so that
+replace (and, for Suzgun's stack, noop) needs one memory operation per step (rules in `_one_op`).
+Hidden unit j stands for a triple (c, a, R): "the controller was in c, read a, and the memory
+reading was the code of R" (R = * when every possible reading acts alike). With ind(h) = (h+1)/2,
+
+    z_j = x_t[a] + Σ_{i → c} ind(h_{t-1,i}) + m_R(r_{t-1}) − 5/2   (− 3/2 without R),
+    m_R(r) = Σ_b (2 code(R)_b − 1) r_b − |code(R)|_1 + 1,
+
+and h_t = tanh(β z). Each term is 0 or 1 and m_R(r) = 1 iff r = code(R) (else ≤ 0), so z = +1/2
+for the one unit of the transition taken and z ≤ −1/2 for all others. Margin argument: with
+β = 64, |β z| ≥ 32 and tanh(32) rounds to exactly ±1 in float32 and float64 (1 − tanh 32 < 2^-90),
+so every unit is exactly ±1, every strength exactly 0 or 1, every reading exactly a code; the
+network is then bit-exact at every length (no drift). A start unit (+1 only at t = 0) stands for
+the initial controller state. No unit fires after a missing transition: the decoded state is dead.
+A *linear* controller (h_t = one-hot x_t, no hidden nonlinearity) is used when one controller
+state and one behaviour per input symbol suffice.
+
+Padding (symbol −1) leaves every row's whole state (controller, reading and memory) unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Hashable
+
+import numpy as np
+import sympy as sp
+import torch
+from torch import nn
+
+from pdanet.automata.alphabet import EPSILON
+from pdanet.automata.dfa import DFA
+from pdanet.automata.pda import DPDA, PDA, DeterministicPushdown
+from pdanet.automata.pdt import DPDT
+from pdanet.automata.store import StoreTransducer
+from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact, register
+from pdanet.constructions.stacks import (
+    NeuralDeQue,
+    NeuralQueue,
+    NeuralStack,
+    SuperpositionStack,
+    SuzgunStack,
+)
+from pdanet.constructions.stacks.grefenstette import DequeActions, StackActions
+from pdanet.constructions.stacks.superposition import SuperpositionActions
+from pdanet.constructions.stacks.suzgun import SuzgunActions
+from pdanet.errors import AutomatonError, CompileError, InputError, UnboundedStackError
+
+MEMORIES = ("grefenstette", "joulin_mikolov", "suzgun")
+BETA = 64
+MARGIN = Fraction(1, 2)
+_U = 0  # mode U; mode 1 + g holds store symbol g (g = G holds ⊥)
+
+
+# --- the machine, as tables ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class _View:
+    """A real-time deterministic machine as tables. ``trans[(p, a, x)] = (p2, out, pop_end,
+    push_end, y)`` with x, y store codes (x = G: empty store / ⊥), ends "top"/"bottom"/None."""
+
+    kind: str                 # store kind: "stack", "queue", "deque"
+    fields: str               # "pushdown", "store" or "dfa": which run_batch fields to decode
+    Q: int
+    q0: int
+    K: int
+    G: int
+    trans: dict
+    reads_top: tuple
+    output: str               # "accept" or "symbol"
+    accepting: tuple          # accepting mask (accept, final state)
+    empty_stack: bool
+    n_out: int
+    labels: dict
+
+
+def _view_pushdown(m: DeterministicPushdown) -> _View:
+    if not m.is_realtime:
+        eps = next(k for k in m.transitions if k[1] is EPSILON)
+        raise CompileError(
+            f"{m!r} has ε-transitions (e.g. {eps!r}); a real-time controller reads one symbol per "
+            "step. ε-moves need the buffered model of Hao et al. (2018) with input/output "
+            "queues (target 'buffered_stack_rnn'), or an equivalent real-time machine")
+    G = len(m.stack_alphabet)
+    trans = {}
+    is_pdt = isinstance(m, DPDT)
+    if is_pdt and m.output_kind != "symbol":
+        raise CompileError(f"{m!r} emits more than one symbol in a step; the real-time controller "
+                           "emits at most one symbol per step")
+    for key, value in m.transitions.items():
+        q, a, x = key
+        try:
+            op, y = m.op(key)
+        except AutomatonError as exc:
+            raise CompileError(
+                f"transition {key!r} is not noop/push/pop/replace ({exc}); `.normal_form()` "
+                "splits it but adds ε-moves, so compile that to the buffered target, or rewrite "
+                "the machine to push one symbol per step") from None
+        out = value[1] if is_pdt else ()
+        pe, ue = {"noop": (None, None), "push": (None, "top"), "pop": ("top", None),
+                  "replace": ("top", "top")}[op]
+        trans[(m.state_index(q), m.alphabet.index(a), m.stack_code(x))] = (
+            m.state_index(value[0]), m.output_alphabet.index(out[0]) if out else -1, pe, ue,
+            -1 if y is None else m.stack_code(y))
+    acc = tuple(q in m.accepting for q in m.states)
+    return _View("stack", "pushdown", len(m.states), m.state_index(m.start), len(m.alphabet), G,
+                 trans, (True,) * len(m.states), "symbol" if is_pdt else "accept", acc,
+                 (not is_pdt) and m.acceptance == "empty_stack",
+                 len(m.output_alphabet) if is_pdt else 0, {})
+
+
+def _view_dfa(m: DFA) -> _View:
+    if m.output_kind not in ("accept", "symbol"):
+        raise CompileError(f"{m!r} has output kind {m.output_kind!r}; the stack_rnn target "
+                           "compiles recognisers and Mealy machines")
+    trans = {}
+    for p in range(len(m.states)):
+        for a in range(len(m.alphabet)):
+            p2 = int(m.table[p, a])
+            if p2 >= 0:
+                out = int(m.out_table[p, a]) if m.output_kind == "symbol" else -1
+                trans[(p, a, 0)] = (p2, out, None, None, -1)
+    acc = tuple(q in m.accepting for q in m.states)
+    n_out = len(m.output_alphabet) if m.output_kind == "symbol" else 0
+    return _View("stack", "dfa", len(m.states), m.state_index(m.start), len(m.alphabet), 0,
+                 trans, (True,) * len(m.states), m.output_kind, acc, False, n_out, {})
+
+
+def _view_store(m: StoreTransducer) -> _View:
+    tab = m.tables
+    G = len(m.store_alphabet)
+    trans = {}
+    ends = {0: None, 1: "top", 2: "bottom"}
+    for p, a, x in zip(*np.nonzero(tab["next"] >= 0)):
+        i = (int(p), int(a), int(x))
+        trans[i] = (int(tab["next"][i]), int(tab["out"][i]), ends[int(tab["pop"][i])],
+                    ends[int(tab["push"][i])], int(tab["sym"][i]))
+    return _View(m.store, "store", len(m.states), m.state_index(m.start), len(m.alphabet), G,
+                 trans, tuple(bool(v) for v in tab["reads_top"]), "symbol",
+                 (False,) * len(m.states), False, len(m.output_alphabet), {})
+
+
+# --- the controller's transition table ----------------------------------------------------------
+def _one_op(memory: str, mode: int, G: int, R: int, move: tuple) -> tuple[int, str, int]:
+    """(new mode, memory op "push"/"pop"/"noop", pushed code) for a one-operation stack, from the
+    machine move (pop_end, push_end, y) in ``mode`` with reading R (the memory's top, G = empty).
+    Invariant: mode U — memory = machine stack; mode H_X — memory = machine stack minus its top X
+    (X = ⊥: both empty)."""
+    pe, ue, y = move
+    op = {(None, None): "noop", (None, "top"): "push", ("top", None): "pop",
+          ("top", "top"): "replace"}[(pe, ue)]
+    jm = memory == "joulin_mikolov"
+    if mode == _U:
+        X = R
+        if op == "noop":
+            return (_U, "noop", -1) if jm else (1 + X, "pop", -1)
+        if op == "replace":
+            return 1 + y, "pop", -1
+        if op == "push":
+            return _U, "push", y
+        return _U, "pop", -1
+    X = mode - 1
+    if op == "noop":
+        if jm:
+            return mode, "noop", -1
+        return (_U, "push", X) if X != G else (1 + G, "pop", -1)
+    if op == "replace":
+        return (1 + y, "noop", -1) if jm else (_U, "push", y)
+    if op == "push":
+        if X != G:
+            return 1 + y, "push", X
+        return (1 + y, "noop", -1) if jm else (_U, "push", y)
+    return (_U, "noop", -1) if jm else (1 + R, "pop", -1)
+
+
+@dataclass(frozen=True)
+class _Unit:
+    c: int                 # controller state before
+    a: int                 # input symbol
+    R: int | None          # reading code condition (None = any)
+    c2: int                # controller state after
+    act: tuple             # memory actions (see _Plan.channels)
+    push: tuple            # pushed codes per value slot (-1 none)
+    out: int               # output symbol (-1 none)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    view: _View
+    memory: str
+    modes: int             # 1 (U only) or G + 2
+    c0: int
+    units: tuple
+    channels: tuple        # names of the action channels
+    value_slots: int       # 1, or 2 for the deque (top, bottom)
+
+    def q_of(self, c: int) -> int:
+        return c // self.modes
+
+    def mode_of(self, c: int) -> int:
+        return c % self.modes
+
+
+def _plan(view: _View, memory: str) -> _Plan:
+    G, one_op = view.G, memory != "grefenstette"
+    modes = G + 2 if one_op else 1
+    if one_op:
+        channels = ("push", "noop", "pop") if memory == "joulin_mikolov" else ("push", "pop")
+    elif view.kind == "deque":
+        channels = ("push_top", "pop_top", "push_bottom", "pop_bottom")
+    else:
+        channels = ("push", "pop")
+    slots = 2 if view.kind == "deque" else 1
+
+    def result(c: int, a: int, R: int):
+        p, mode = divmod(c, modes)
+        X = R if mode == _U else mode - 1
+        mv = view.trans.get((p, a, X))
+        if mv is None:
+            return None
+        p2, out, pe, ue, y = mv
+        if one_op:
+            mode2, op, code = _one_op(memory, mode, G, R, (pe, ue, y))
+            return (p2 * modes + mode2, tuple(int(ch == op) for ch in channels), (code,), out)
+        if view.kind == "deque":
+            act = (int(ue == "top"), int(pe == "top"), int(ue == "bottom"), int(pe == "bottom"))
+            push = (y if ue == "top" else -1, y if ue == "bottom" else -1)
+        else:
+            act, push = (int(ue is not None), int(pe is not None)), (y,)
+        return (p2, act, push, out)
+
+    def next_reading(R: int, res: tuple, anything: frozenset) -> frozenset:
+        """Readings possible after a move from reading R (an over-approximation)."""
+        _, act, push, _ = res
+        if view.kind == "deque":
+            return anything | {y for y in push if y >= 0}
+        y = push[0]
+        pushes, pops = y >= 0, act[channels.index("pop")] == 1
+        if view.kind == "queue":  # the reading is the front
+            if pops:
+                return anything | ({y} if pushes else set())
+            return frozenset({y if R == G else R}) if pushes else frozenset({R})
+        return frozenset({y}) if pushes else (anything if pops else frozenset({R}))
+
+    c0 = view.q0 * modes
+    C = view.Q * modes
+    tops: dict[int, set] = {c0: {G}}
+    pushed: set = set()
+    changed = True
+    while changed:  # over-approximate the readings possible in each controller state
+        changed = False
+        anything = frozenset(pushed | {G})
+        for c in list(tops):
+            for R in list(tops[c]):
+                for a in range(view.K):
+                    res = result(c, a, R)
+                    if res is None:
+                        continue
+                    new_push = {y for y in res[2] if y >= 0} - pushed
+                    if new_push:
+                        pushed |= new_push
+                        changed = True
+                    nxt = next_reading(R, res, anything)
+                    have = tops.setdefault(res[0], set())
+                    if not nxt <= have:
+                        have |= nxt
+                        changed = True
+    units = []
+    for c in range(C):
+        if c not in tops:
+            continue
+        for a in range(view.K):
+            got = {R: result(c, a, R) for R in sorted(tops[c])}
+            defined = {R: r for R, r in got.items() if r is not None}
+            if not defined:
+                continue
+            same = len(set(defined.values())) == 1 and len(defined) == len(got)
+            for R, (c2, act, push, out) in defined.items():
+                units.append(_Unit(c, a, None if same else R, c2, act, push, out))
+                if same:
+                    break
+    return _Plan(view, memory, modes, c0, tuple(units), channels, slots)
+
+
+# --- codes ---------------------------------------------------------------------------------------
+def _codes(G: int, code: str) -> np.ndarray:
+    """(G + 1, m) 0/1 codes of the store symbols, row G (empty / ⊥) all zero."""
+    if code == "one_hot":
+        return np.vstack([np.eye(max(G, 1), dtype=np.int64)[:G], np.zeros((1, max(G, 1)),
+                                                                           dtype=np.int64)])
+    if code != "binary":
+        raise InputError(f"code must be 'binary' or 'one_hot', got {code!r}")
+    width = max(1, int(np.ceil(np.log2(G + 1)))) if G > 0 else 1
+    values = np.arange(1, G + 1)
+    bits = (values[:, None] >> np.arange(width - 1, -1, -1)[None, :]) & 1
+    return np.vstack([bits, np.zeros((1, width), dtype=np.int64)]).astype(np.int64)
+
+
+def _decode_symbols(v: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Store codes of value vectors (…, m), thresholded at 1/2; −2 for a vector that is no code."""
+    bits = (v > 0.5).astype(np.int64)
+    m = codes.shape[1]
+    key = bits @ (1 << np.arange(m - 1, -1, -1, dtype=np.int64)) if m <= 62 else None
+    G = codes.shape[0] - 1
+    if key is not None and m <= 20:
+        lut = np.full(1 << m, -2, dtype=np.int64)
+        ck = codes[:G] @ (1 << np.arange(m - 1, -1, -1, dtype=np.int64))
+        lut[ck] = np.arange(G)
+        return lut[key]
+    idx = bits.argmax(-1)  # one-hot codes
+    return np.where(bits.sum(-1) == 1, idx, -2)
+
+
+def _compact(sym: np.ndarray, alive: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per (b, t), the symbols of the alive cells in cell order: (codes (B, T1, W) −1 padded,
+    counts (B, T1)). ``sym`` is (B, N) or (B, T1, N)."""
+    count = alive.sum(-1)
+    W = max(int(count.max(initial=0)), 1)
+    out = np.full(alive.shape[:2] + (W,), -1, dtype=np.int64)
+    pos = np.cumsum(alive, -1) - 1
+    b, t, i = np.nonzero(alive)
+    out[b, t, pos[b, t, i]] = sym[b, i] if sym.ndim == 2 else sym[b, t, i]
+    return out, count
+
+
+# --- the module ----------------------------------------------------------------------------------
+class StackRNN(nn.Module):
+    """Controller (Elman tanh, or linear) + a parameter-free memory. forward(ids (B, T), −1 padding)
+    → (states (B, T+1, S), logits (B, T+1, O)); states[t] = [h_t; r_t; memory record_t] where the
+    memory record is, for the Grefenstette Stack/Queue, [v_t; s_t] (the value pushed at step t and
+    the strengths of the T cells), for the DeQue [v_top; v_bottom; s_t (2T cells)], and for the
+    Joulin–Mikolov / Suzgun stacks [cells (D·m, top first); occupancy (D)]."""
+
+    def __init__(self, num_symbols: int, hidden: int, width: int, store: str, memory: str,
+                 channels: tuple, num_outputs: int, linear: bool, depth: int | None = None):
+        super().__init__()
+        self.store, self.memory, self.channels = store, memory, channels
+        self.linear, self.depth, self.width = linear, depth, width
+        slots = 2 if store == "deque" else 1
+        self.reading_size = width * slots
+        self.embedding = nn.Embedding(num_symbols, num_symbols if not linear else hidden)
+        if not linear:
+            self.cell = nn.RNNCell(num_symbols + self.reading_size, hidden, nonlinearity="tanh")
+        self.h0 = nn.Parameter(torch.zeros(hidden))
+        self.actions = nn.Linear(hidden, len(channels))
+        self.values = nn.Linear(hidden, width * slots)
+        self.out_h = nn.Linear(hidden, num_outputs)
+        self.out_r = nn.Linear(self.reading_size, num_outputs, bias=False)
+
+    def _memory(self, B: int, T: int, like: torch.Tensor):
+        m = self.width
+        if self.memory == "grefenstette":
+            mod = {"stack": NeuralStack, "queue": NeuralQueue, "deque": NeuralDeQue}[self.store]()
+        elif self.memory == "joulin_mikolov":
+            mod = SuperpositionStack()
+        else:
+            mod = SuzgunStack(self.depth if self.depth is not None else T + 1)
+        state = mod.init_state(B, m, max(T, 1), like.dtype, like.device)
+        return mod, state
+
+    def _record(self, state, value: torch.Tensor) -> torch.Tensor:
+        B = value.shape[0]
+        if self.memory == "grefenstette":
+            return torch.cat([value, state.strengths], 1)
+        return torch.cat([state.cells.reshape(B, -1), state.occupancy], 1)
+
+    def _step(self, mod, state, act: torch.Tensor, value: torch.Tensor):
+        if self.memory == "grefenstette":
+            if self.store == "deque":
+                m = self.width
+                a = DequeActions(act[:, 0], act[:, 1], value[:, :m], act[:, 2], act[:, 3],
+                                 value[:, m:])
+                new, rd = mod.step(state, a)
+                return new, torch.cat([rd.top, rd.bottom], 1)
+            return mod.step(state, StackActions(act[:, 0], act[:, 1], value))
+        cls = SuperpositionActions if self.memory == "joulin_mikolov" else SuzgunActions
+        return mod.step(state, cls(act, value))
+
+    @staticmethod
+    def _hold(valid: torch.Tensor, new, old):
+        keep = valid.view(-1, *([1] * (new.dim() - 1)))
+        return torch.where(keep, new, old)
+
+    def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        ids = torch.as_tensor(ids)
+        if ids.dim() != 2:
+            raise InputError(f"ids must be (batch, time), got shape {tuple(ids.shape)}")
+        B, T = ids.shape
+        x = self.embedding(ids.clamp(min=0))
+        h = self.h0.view(1, -1).expand(B, -1)
+        r = x.new_zeros(B, self.reading_size)
+        mod, mem = self._memory(B, T, x)
+        v0 = x.new_zeros(B, self.values.out_features)
+        rows = [torch.cat([h, r, self._record(mem, v0)], 1)]
+        for t in range(T):
+            valid = ids[:, t] >= 0
+            h_new = x[:, t] if self.linear else self.cell(torch.cat([x[:, t], r], 1), h)
+            value = self.values(h_new)
+            mem_new, r_new = self._step(mod, mem, self.actions(h_new), value)
+            h = self._hold(valid, h_new, h)
+            r = self._hold(valid, r_new, r)
+            mem = type(mem)(*[self._hold(valid, getattr(mem_new, f), getattr(mem, f))
+                              if f != "time" else mem_new.time
+                              for f in mem.__dataclass_fields__])
+            value = self._hold(valid, value, torch.zeros_like(value))
+            rows.append(torch.cat([h, r, self._record(mem, value)], 1))
+        states = torch.stack(rows, 1)
+        H = self.h0.shape[0]
+        readings = states[..., H:H + self.reading_size]
+        return states, self.out_h(states[..., :H]) + self.out_r(readings)
+
+
+# --- weights -------------------------------------------------------------------------------------
+def _weights(plan: _Plan, codes: np.ndarray, linear: bool) -> tuple[dict, int]:
+    v, units = plan.view, plan.units
+    K, m = v.K, codes.shape[1]
+    slots = plan.value_slots
+    Rsize = m * slots
+    Fr = Fraction
+    H = len(units) if linear else len(units) + 1
+    off = 0 if linear else 1  # hidden index of unit j is j + off; index 0 = start unit
+    # ind(h) = a h + b: tanh units (h+1)/2, linear units h
+    a_ind, b_ind = (Fr(1), Fr(0)) if linear else (Fr(1, 2), Fr(1, 2))
+    w: dict[str, Any] = {}
+    if linear:
+        emb = np.zeros((K, H), dtype=np.int64)
+        for j, u in enumerate(units):
+            emb[u.a, j] = 1
+        w["embedding.weight"] = ExactWeight.of(emb, scaled=False)
+        w["h0"] = ExactWeight.of(np.zeros(H, dtype=np.int64), scaled=False)
+    else:
+        w["embedding.weight"] = ExactWeight.of(np.eye(K, dtype=np.int64), scaled=False)
+        into: dict[int, list] = {}
+        for j, u in enumerate(units):
+            into.setdefault(u.c2, []).append(j + 1)
+        into.setdefault(plan.c0, []).append(0)
+        W_ih = np.zeros((H, K + Rsize), dtype=object)
+        W_hh = np.zeros((H, H), dtype=object)
+        bias = np.zeros(H, dtype=object)
+        W_ih[:], W_hh[:], bias[:] = Fr(0), Fr(0), Fr(0)
+        bias[0] = Fr(-1, 2)                              # the start unit is off after t = 0
+        for j, u in enumerate(units):
+            i = j + 1
+            W_ih[i, u.a] = Fr(1)
+            for src in into.get(u.c, ()):
+                W_hh[i, src] = Fr(1, 2)
+            bias[i] = Fr(len(into.get(u.c, ())), 2) - (Fr(5, 2) if u.R is not None else Fr(3, 2))
+            if u.R is not None:
+                top = v.reads_top[plan.q_of(u.c)]
+                base = K + (0 if (slots == 1 or top) else m)
+                cR = codes[u.R]
+                W_ih[i, base:base + m] = [Fr(int(2 * c - 1)) for c in cR]
+                bias[i] += Fr(int(1 - cR.sum()))
+        w["cell.weight_ih"] = ExactWeight.of(W_ih)
+        w["cell.weight_hh"] = ExactWeight.of(W_hh)
+        w["cell.bias_ih"] = ExactWeight.of(bias)
+        w["cell.bias_hh"] = ExactWeight.of(np.zeros(H, dtype=np.int64))
+        h0 = -np.ones(H, dtype=np.int64)
+        h0[0] = 1
+        w["h0"] = ExactWeight.of(h0, scaled=False)
+
+    def affine(coef: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rows (k, H) and bias (k,) of Σ_j coef[k, j] ind(h_{j+off})."""
+        Wm = np.zeros((coef.shape[0], H), dtype=object)
+        Wm[:] = Fr(0)
+        Wm[:, off:] = coef * a_ind
+        bvec = np.array([Fr(int(s)) * b_ind for s in coef.sum(1)], dtype=object)
+        return Wm, bvec
+
+    act = np.array([u.act for u in units], dtype=np.int64).T.reshape(len(plan.channels), -1)
+    Wa, ba = affine(act)
+    w["actions.weight"], w["actions.bias"] = ExactWeight.of(Wa, False), ExactWeight.of(ba, False)
+    val = np.zeros((Rsize, len(units)), dtype=np.int64)
+    for j, u in enumerate(units):
+        for s, y in enumerate(u.push):
+            if y >= 0:
+                val[s * m:(s + 1) * m, j] = codes[y]
+    Wv, bv = affine(val)
+    w["values.weight"], w["values.bias"] = ExactWeight.of(Wv, False), ExactWeight.of(bv, False)
+    W_r = np.zeros((1 if v.output == "accept" else v.n_out + 1, Rsize), dtype=np.int64)
+    if v.output == "symbol":
+        out = np.zeros((v.n_out + 1, len(units)), dtype=np.int64)
+        for j, u in enumerate(units):
+            if u.out >= 0:
+                out[u.out, j] = 1
+        Wo, bo = affine(out)
+        bo[v.n_out] += Fr(1, 2)                       # "none" wins when no class is on
+    else:
+        def accepts(c: int) -> int:
+            if v.empty_stack:
+                return int(plan.mode_of(c) in (_U, 1 + v.G))
+            return int(v.accepting[plan.q_of(c)])
+
+        out = np.array([[accepts(u.c2) for u in units]], dtype=np.int64)
+        if linear:  # one controller state: its acceptance is a constant
+            Wo = np.zeros((1, H), dtype=np.int64)
+            bo = np.array([Fr(accepts(plan.c0)) - Fr(1, 2)], dtype=object)
+        else:
+            Wo, bo = affine(out)
+            Wo[0, 0] = Fr(accepts(plan.c0), 2)       # the start unit
+            bo[0] += Fr(accepts(plan.c0), 2) - Fr(1, 2)
+        if v.empty_stack:
+            W_r[0, :m] = -1
+    w["out_h.weight"], w["out_h.bias"] = ExactWeight.of(Wo, False), ExactWeight.of(bo, False)
+    w["out_r.weight"] = ExactWeight.of(W_r, False)
+    return w, H
+
+
+# --- decoding ------------------------------------------------------------------------------------
+def _decoder(plan: _Plan, codes: np.ndarray, H: int, linear: bool):
+    v = plan.view
+    m = codes.shape[1]
+    slots = plan.value_slots
+    Rsize = m * slots
+    C = v.Q * plan.modes
+    target = np.zeros((H, C), dtype=np.float32)
+    off = 0 if linear else 1
+    if not linear:
+        target[0, plan.c0] = 1
+    for j, u in enumerate(plan.units):
+        target[j + off, u.c2] = 1
+    q_of = np.array([plan.q_of(c) for c in range(C)] + [-1], dtype=np.int64)
+    held_of = np.array([plan.mode_of(c) - 1 if 0 < plan.mode_of(c) <= v.G else -1
+                        for c in range(C)] + [-1], dtype=np.int64)
+
+    def memory_contents(rest: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        B, T1 = rest.shape[:2]
+        T = T1 - 1
+        if plan.memory == "grefenstette":
+            vals = rest[:, 1:, :Rsize]                       # value pushed at each step
+            if v.kind == "deque":
+                top = _decode_symbols(vals[..., :m], codes)
+                bot = _decode_symbols(vals[..., m:], codes)
+                N = rest.shape[2] - Rsize
+                cap = N // 2
+                sym = np.full((B, N), -2, dtype=np.int64)
+                sym[:, cap:cap + T] = top[:, :cap]
+                sym[:, cap - min(T, cap):cap] = bot[:, :cap][:, ::-1]
+            else:
+                N = rest.shape[2] - Rsize
+                sym = np.full((B, N), -2, dtype=np.int64)
+                sym[:, :min(T, N)] = _decode_symbols(vals, codes)[:, :N]
+            return _compact(sym, rest[..., Rsize:] > 0.5)
+        D = rest.shape[2] // (m + 1)
+        cells = rest[..., :D * m].reshape(B, T1, D, m)[:, :, ::-1]   # bottom first
+        occ = rest[..., D * m:][:, :, ::-1]
+        return _compact(_decode_symbols(cells, codes), occ > 0.5)
+
+    def decode(states: np.ndarray) -> dict[str, np.ndarray]:
+        states = np.asarray(states)
+        B, T1 = states.shape[:2]
+        h = states[..., :H]
+        if linear:
+            c = np.full((B, T1), plan.c0, dtype=np.int64)
+        else:
+            hits = (h > 0).astype(np.float32) @ target
+            c = np.where(hits.max(-1) > 0.5, hits.argmax(-1), -1)
+        dead = c < 0
+        state = np.where(dead, -1, q_of[c])
+        if v.fields == "dfa":
+            return {"state": state}
+        contents, n = memory_contents(states[..., H + Rsize:])
+        held = held_of[c]
+        if v.fields == "store":
+            W = max(int(np.where(dead, 0, n).max(initial=0)), 1)
+            store = np.full((B, T1, W), -1, dtype=np.int64)
+            w = min(W, contents.shape[2])
+            store[..., :w] = contents[..., :w]
+            store[dead] = -1
+            return {"state": state, "store": store, "size": np.where(dead, -1, n)}
+        depth = np.where(dead, -1, n + (held >= 0))
+        D = max(int(depth.max(initial=0)) + 1, 1)
+        stack = np.full((B, T1, D), -1, dtype=np.int64)
+        stack[..., 0] = v.G
+        w = min(D - 1, contents.shape[2])
+        stack[..., 1:1 + w] = contents[..., :w]
+        b, t = np.nonzero(held >= 0)
+        pos = n[b, t] + 1
+        ok = pos < D
+        stack[b[ok], t[ok], pos[ok]] = held[b[ok], t[ok]]
+        stack[dead] = -1
+        top = np.where(dead, -1, np.take_along_axis(stack, np.maximum(depth, 0)[..., None],
+                                                    axis=2)[..., 0])
+        return {"state": state, "stack": stack, "depth": depth, "top": top}
+
+    return decode
+
+
+def _reader(view: _View):
+    if view.output == "accept":
+        return lambda logits: np.asarray(logits)[..., 0] > 0
+
+    def read(logits: np.ndarray) -> np.ndarray:
+        k = np.asarray(logits).argmax(-1)
+        return np.where(k == view.n_out, -1, k)
+
+    return read
+
+
+# --- compile -------------------------------------------------------------------------------------
+def compile_stack_rnn(machine, memory: str = "grefenstette", code: str = "binary",
+                      controller: str = "auto", depth: int | None = None,
+                      dtype: torch.dtype = torch.float32) -> CompiledNetwork:
+    """Compile a real-time deterministic machine into a controller + memory network (see the
+    module docstring). ``memory``: one of `MEMORIES`; ``code``: "binary" (nonzero binary codes,
+    ⌈log2(|Γ|+1)⌉ wide) or "one_hot"; ``controller``: "auto" (linear when it suffices, else
+    Elman), "elman" or "linear"; ``depth``: a fixed cell count for the Suzgun stack (default: sized
+    to the input, T + 1 cells, so it never overflows)."""
+    if memory not in MEMORIES:
+        raise CompileError(f"memory {memory!r} is not one of {MEMORIES}; a BabyNTM has a fixed "
+                           "size and holds no unbounded store")
+    if controller not in ("auto", "elman", "linear"):
+        raise InputError(f"controller must be 'auto', 'elman' or 'linear', got {controller!r}")
+    if isinstance(machine, StoreTransducer):
+        view = _view_store(machine)
+    elif isinstance(machine, DFA):
+        view = _view_dfa(machine)
+    else:
+        view = _view_pushdown(machine)
+    if view.kind != "stack" and memory != "grefenstette":
+        raise CompileError(f"{machine!r} has a {view.kind}; only memory='grefenstette' provides "
+                           "a neural Queue and DeQue")
+    pushes = any(mv[3] is not None for mv in view.trans.values())
+    if depth is not None:
+        if memory != "suzgun":
+            raise InputError("`depth` fixes the size of the Suzgun stack; use memory='suzgun'")
+        if pushes:
+            raise UnboundedStackError(
+                f"{machine!r} has an unbounded stack but the Suzgun stack was fixed to {depth} "
+                "cells; drop `depth` (the stack is then sized to each input), or bound the "
+                "machine's depth with `.bounded(m)` and compile it to a finite-state target")
+    plan = _plan(view, memory)
+    cs = {u.c for u in plan.units} | {u.c2 for u in plan.units} | {plan.c0}
+    linear_ok = (len(cs) == 1 and all(u.R is None for u in plan.units)
+                 and sorted(u.a for u in plan.units) == list(range(view.K)))
+    if controller == "linear" and not linear_ok:
+        raise CompileError(f"{machine!r} needs more than one controller state or depends on the "
+                           "memory reading; a linear controller does not suffice, use 'elman'")
+    linear = controller == "linear" or (controller == "auto" and linear_ok)
+    codes = _codes(view.G, code)
+    weights, H = _weights(plan, codes, linear)
+    n_out = 1 if view.output == "accept" else view.n_out + 1
+    module = StackRNN(view.K, H, codes.shape[1], view.kind, memory, plan.channels, n_out,
+                      linear, depth)
+    module = load_exact(module, weights, BETA, dtype)
+    Csym = len(cs)
+    Qs, Ks, Gs = sp.symbols("Q K G")
+    modes_expr = 1 if memory == "grefenstette" else Gs + 2
+    bound = Qs * modes_expr * Ks * (Gs + 1) + (0 if linear else 1)
+    info = {
+        "controller": "linear" if linear else "elman",
+        "memory": memory,
+        "store": view.kind,
+        "hidden_units": H,
+        "controller_states": Csym,
+        "units_with_reading": sum(u.R is not None for u in plan.units),
+        "wildcard_units": sum(u.R is None for u in plan.units),
+        "num_states": view.Q,
+        "num_inputs": view.K,
+        "num_store_symbols": view.G,
+        "code": code,
+        "code_width": codes.shape[1],
+        "reading_size": module.reading_size,
+        "step": "one network step reads one input symbol and applies one memory step",
+    }
+    return CompiledNetwork(
+        machine=machine, module=module, target="stack_rnn", method=memory, hidden_units=H,
+        bound=bound, params={"Q": view.Q, "K": view.K, "G": view.G}, weights=weights,
+        scale=sp.Integer(BETA), decoder=_decoder(plan, codes, H, linear),
+        reader=_reader(view), margin=sp.Rational(1, 2), steps_per_symbol=1,
+        scale_argument=("every pre-activation is ±1/2 or beyond (one-hot input, one active unit, "
+                        "exact 0/1 readings); β = 64 gives |βz| ≥ 32 where tanh is exactly ±1 in "
+                        "float32 and float64, so strengths, values and readings stay exact"),
+        unit_labels=(() if linear else ("start",)) + tuple(
+            f"c{u.c}·{u.a}·{'*' if u.R is None else u.R}" for u in plan.units),
+        info=info)
+
+
+def _make(memory: str):
+    def fn(machine, dtype: torch.dtype = torch.float32, **options) -> CompiledNetwork:
+        return compile_stack_rnn(machine, memory=memory, dtype=dtype, **options)
+    fn.__name__ = f"compile_stack_rnn_{memory}"
+    return fn
+
+
+for _memory in MEMORIES:
+    for _cls in (DPDA, DPDT, DFA, StoreTransducer):
+        register(_cls, "stack_rnn", _memory, default=(_memory == "grefenstette"))(_make(_memory))
+
+
+def _baby_ntm(machine, dtype: torch.dtype = torch.float32, **options) -> CompiledNetwork:
+    raise UnboundedStackError(
+        f"{machine!r} has an unbounded store but a BabyNTM has a fixed number of rows; use "
+        "memory 'grefenstette', 'joulin_mikolov' or 'suzgun' (sized to each input)")
+
+
+for _cls in (DPDA, DPDT, StoreTransducer):
+    register(_cls, "stack_rnn", "baby_ntm")(_baby_ntm)
+
+
+def _nondeterministic(machine, dtype: torch.dtype = torch.float32, **options):
+    raise CompileError(
+        f"{machine!r} is nondeterministic; a stack_rnn controller follows one run. Use the "
+        "nondeterministic stack: pn.compile(machine, target='ns_rnn')")
+
+
+for _memory in MEMORIES + ("baby_ntm",):
+    register(PDA, "stack_rnn", _memory, default=(_memory == "grefenstette"))(_nondeterministic)
+
+
+__all__ = ["compile_stack_rnn", "StackRNN", "MEMORIES", "BETA"]

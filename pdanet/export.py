@@ -1,0 +1,230 @@
+"""Saving compiled networks to weight files and loading them back.
+
+Two formats, chosen by the file name:
+
+- ``.safetensors`` (any other suffix too): the module's ``state_dict`` as tensors, with string
+  metadata (``metadata(net)``) in the file header;
+- ``.pt``: ``torch.save({"state_dict": ..., "metadata": ...})``, readable with
+  ``torch.load(path, weights_only=True)``.
+
+The metadata says how to rebuild the network: the machine (its JSON spec from
+`pdanet.automata.io.dumps` when its kind has one, and/or the named task and parameters it came
+from), the construction (target, method), the saturation scale β as an exact rational, the dtype,
+and for information the bound, hidden units, margin and package version.
+
+`load_network` rebuilds the machine, recompiles the same construction at the same β and dtype
+(``pn.compile(...).with_scale(β)``), and then loads the file's tensors into the module with
+``load_state_dict(strict=True)``: the module holds exactly the saved weights (a trained or edited
+network comes back as saved), while ``weights`` remain the construction's exact ones.
+``net.info["weights_match_exact"]`` says whether the two agree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import sympy as sp
+import torch
+
+from pdanet.errors import InputError, PdanetError
+
+FORMAT = "pdanet-network"
+FORMAT_VERSION = "1"
+REQUIRED = ("format", "format_version", "target", "method", "scale", "dtype")
+
+
+class WeightsFileError(InputError):
+    """A weight file is missing, unreadable, not written by pdanet, or does not fit the network
+    that its metadata describes. The message names the file and the bad field."""
+
+
+def _version() -> str:
+    from pdanet import __version__
+
+    return __version__
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def metadata_params(net: Any) -> str:
+    """The construction's parameters (e.g. k, m) as JSON text."""
+    return json.dumps({k: int(v) for k, v in dict(net.params).items()}, sort_keys=True)
+
+
+def metadata(net: Any, task: str | None = None, params: Mapping[str, Any] | None = None
+             ) -> dict[str, str]:
+    """The string metadata stored with a network (see the module docstring). ``task`` and
+    ``params`` name the task the machine came from (needed for machines without a file format)."""
+    from pdanet.automata.io import dumps
+
+    meta = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "pdanet_version": _version(),
+        "machine": repr(net.machine),
+        "machine_type": type(net.machine).__name__,
+        "target": str(net.target),
+        "method": str(net.method),
+        "scale": str(sp.Rational(net.scale)),
+        "margin": str(net.margin),
+        "bound": str(net.bound),
+        "bound_value": str(net.bound_value),
+        "hidden_units": str(int(net.hidden_units)),
+        "params": metadata_params(net),
+        "steps_per_symbol": str(int(net.steps_per_symbol)),
+        "dtype": _dtype_name(net.dtype),
+    }
+    name = getattr(net.machine, "name", None)
+    if name is not None:
+        meta["machine_name"] = str(name)
+    try:
+        meta["machine_spec"] = dumps(net.machine)
+    except PdanetError:
+        pass  # no file format for this kind: the task reference (if any) rebuilds it
+    if task is not None:
+        meta["task"] = str(task)
+        meta["task_params"] = json.dumps(dict(params or {}), sort_keys=True)
+    if "machine_spec" not in meta and "task" not in meta:
+        raise InputError(
+            f"{type(net.machine).__name__} has no machine file format, so the weight file could "
+            "not rebuild it: pass task=NAME (and params=...) naming the task it came from")
+    return meta
+
+
+def save_network(net: Any, path: str | os.PathLike, task: str | None = None,
+                 params: Mapping[str, Any] | None = None) -> Path:
+    """Write the network's module weights and `metadata` to `path` (``.pt``: torch.save; else
+    safetensors). Returns the path."""
+    path = Path(path)
+    meta = metadata(net, task, params)
+    tensors = {k: v.detach().cpu().contiguous().clone() for k, v in net.module.state_dict().items()}
+    if path.suffix.lower() == ".pt":
+        torch.save({"state_dict": tensors, "metadata": meta}, path)
+    else:
+        from safetensors.torch import save_file
+
+        save_file(tensors, str(path), metadata=meta)
+    return path
+
+
+def read_weights(path: str | os.PathLike) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    """The tensors and metadata of a weight file (WeightsFileError when absent or malformed)."""
+    path = Path(path)
+    if not path.is_file():
+        raise WeightsFileError(f"weight file {str(path)!r} does not exist")
+    if path.suffix.lower() == ".pt":
+        try:
+            blob = torch.load(path, map_location="cpu", weights_only=True)
+        except (RuntimeError, EOFError, ValueError, OSError, pickle.UnpicklingError) as exc:
+            raise WeightsFileError(f"{str(path)!r} is not a torch weight file: {exc}") from None
+        if not (isinstance(blob, dict) and isinstance(blob.get("state_dict"), dict)
+                and isinstance(blob.get("metadata"), dict)):
+            raise WeightsFileError(
+                f"{str(path)!r} holds no pdanet network: expected a dict with 'state_dict' and "
+                "'metadata' (write it with pdanet.save_network)")
+        tensors, meta = dict(blob["state_dict"]), dict(blob["metadata"])
+    else:
+        from safetensors import SafetensorError
+        from safetensors.torch import load_file, safe_open
+
+        try:
+            tensors = load_file(str(path))
+            with safe_open(str(path), framework="pt") as f:
+                meta = dict(f.metadata() or {})
+        except (SafetensorError, OSError, ValueError) as exc:
+            raise WeightsFileError(f"{str(path)!r} is not a safetensors file: {exc}") from None
+    if meta.get("format") != FORMAT:
+        raise WeightsFileError(
+            f"{str(path)!r}: metadata field 'format' is {meta.get('format')!r}, not {FORMAT!r}; "
+            "the file was not written by pdanet.save_network")
+    missing = [k for k in REQUIRED if k not in meta]
+    if missing:
+        raise WeightsFileError(f"{str(path)!r}: metadata lacks the fields {missing}")
+    if meta["format_version"] != FORMAT_VERSION:
+        raise WeightsFileError(
+            f"{str(path)!r}: format_version {meta['format_version']!r} is not supported (this "
+            f"pdanet reads version {FORMAT_VERSION})")
+    return tensors, meta
+
+
+def _machine(meta: Mapping[str, str], where: str) -> Any:
+    from pdanet.automata import tasks
+    from pdanet.automata.io import loads
+
+    if "task" in meta:
+        try:
+            params = json.loads(meta.get("task_params", "{}"))
+        except json.JSONDecodeError as exc:
+            raise WeightsFileError(f"{where}: metadata field 'task_params' is not JSON: {exc}") \
+                from None
+        if meta["task"] not in tasks.names():
+            raise WeightsFileError(f"{where}: metadata names the unknown task {meta['task']!r}")
+        try:
+            machine = tasks.get(meta["task"], **params)
+        except TypeError as exc:
+            raise WeightsFileError(f"{where}: bad task_params {params}: {exc}") from None
+        if machine is None:
+            raise WeightsFileError(f"{where}: task {meta['task']!r} has no machine for {params}")
+        return machine
+    if "machine_spec" not in meta:
+        raise WeightsFileError(f"{where}: metadata has neither 'machine_spec' nor 'task'")
+    try:
+        return loads(meta["machine_spec"], source=f"{where} (machine_spec)")
+    except PdanetError as exc:
+        raise WeightsFileError(f"{where}: metadata field 'machine_spec' is bad: {exc}") from None
+
+
+def load_network(path: str | os.PathLike) -> Any:
+    """The `CompiledNetwork` saved in `path` (see the module docstring): recompiled from its
+    metadata at the saved β and dtype, with the module's weights replaced by the file's."""
+    from pdanet.constructions.base import compile as compile_machine
+
+    where = repr(str(path))
+    tensors, meta = read_weights(path)
+    dtype = getattr(torch, meta["dtype"], None)
+    if not isinstance(dtype, torch.dtype):
+        raise WeightsFileError(f"{where}: metadata field 'dtype' is {meta['dtype']!r}, not a "
+                               "torch dtype")
+    try:
+        beta = sp.Rational(meta["scale"])
+    except (TypeError, ValueError, sp.SympifyError):
+        raise WeightsFileError(f"{where}: metadata field 'scale' is {meta['scale']!r}, not an "
+                               "exact rational such as '77' or '153/2'") from None
+    machine = _machine(meta, where)
+    net = compile_machine(machine, target=meta["target"], method=meta["method"], dtype=dtype)
+    net = net.with_scale(beta, dtype)
+    saved_params = meta.get("params")
+    if saved_params is not None and saved_params != metadata_params(net):
+        raise WeightsFileError(
+            f"{where}: the file was saved from a network with parameters {saved_params}, but its "
+            f"machine {machine!r} gives {metadata_params(net)}")
+    if "hidden_units" in meta and str(net.hidden_units) != meta["hidden_units"]:
+        raise WeightsFileError(
+            f"{where}: the file was saved from a network of {meta['hidden_units']} hidden units, "
+            f"but {net.construction} now builds {net.hidden_units} for {machine!r}")
+    expected = net.module.state_dict()
+    if set(tensors) != set(expected):
+        raise WeightsFileError(
+            f"{where}: tensors do not match {net.construction}: missing "
+            f"{sorted(set(expected) - set(tensors))}, unexpected {sorted(set(tensors) - set(expected))}")
+    for name, t in tensors.items():
+        if tuple(t.shape) != tuple(expected[name].shape):
+            raise WeightsFileError(f"{where}: tensor {name!r} has shape {tuple(t.shape)}, the "
+                                   f"network needs {tuple(expected[name].shape)}")
+    exact = {k: v.clone() for k, v in expected.items()}
+    net.module.load_state_dict({k: t.to(expected[k].dtype) for k, t in tensors.items()},
+                               strict=True)
+    same = all(torch.equal(exact[k], v) for k, v in net.module.state_dict().items())
+    info = {**dict(net.info), "weights_file": str(path), "weights_match_exact": same}
+    return replace(net, info=info)
+
+
+__all__ = ["WeightsFileError", "load_network", "metadata", "read_weights", "save_network"]

@@ -1,0 +1,295 @@
+"""The network subcommands (compile, verify, certify, bounds) via `main([...])`, and the demo."""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import re
+import shutil
+
+import pytest
+import sympy as sp
+
+import pdanet as pn
+from pdanet import cli
+from pdanet.automata.dfa import DFA
+from pdanet.automata.io import save
+from pdanet.cli import main
+from pdanet.export import load_network, read_weights
+from pdanet.verify.bounds import BoundRow, information_floor
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("name", ["compile", "verify", "certify", "bounds"])
+def test_help_shows_an_example(capsys, name):
+    code, out, _ = run(capsys, name, "--help")
+    assert code == 0
+    example = out.split("example:")[1]
+    assert f"pdanet {name} " in example
+
+
+# --- compile ------------------------------------------------------------------------------------
+
+def test_compile_prints_summary_and_writes_weights(capsys, tmp_path):
+    path = tmp_path / "w.safetensors"
+    code, out, err = run(capsys, "compile", "dyck", "--k", "4", "--m", "3", "--target", "lstm",
+                         "--method", "compact", "-o", str(path))
+    assert code == 0 and err == ""
+    net = pn.compile(pn.tasks.dyck(k=4, m=3), target="lstm", method="compact")
+    assert out.splitlines()[0] == f"lstm/compact for {net.machine!r}"
+    assert re.search(rf"hidden units\s+{net.hidden_units}\s+\(bound {re.escape(str(net.bound))} "
+                     rf"= {net.bound_value}\)", out)
+    assert re.search(rf"β \(scale\)\s+{net.scale}\n", out)
+    assert "margin" in out and "scale argument:" in out
+    first = net.scale_argument.strip().splitlines()[0]
+    assert " ".join(out.split("scale argument:")[1].split()).startswith(" ".join(first.split()[:5]))
+    assert f"wrote {path}" in out
+    loaded = load_network(path)
+    assert read_weights(path)[1]["task"] == "dyck"
+    assert loaded.machine == net.machine and loaded.scale == net.scale
+
+
+def test_compile_json_and_pt(capsys, tmp_path):
+    path = tmp_path / "w.pt"
+    code, out, _ = run(capsys, "compile", "dyck", "--k", "2", "--m", "2", "--target", "elman",
+                       "--dtype", "float64", "--scale", "21/2", "-o", str(path), "--json")
+    assert code == 0
+    d = json.loads(out)
+    assert d["construction"] == "elman/hewitt" and d["dtype"] == "float64"
+    assert d["hidden_units"] == d["bound_value"] and d["scale"] == "21/2"
+    assert d["output"] == str(path)
+    assert load_network(path).scale == sp.Rational(21, 2)
+
+
+def test_compile_default_target_and_unknown_target(capsys):
+    code, out, _ = run(capsys, "compile", "reversal", "--json")
+    assert code == 0 and json.loads(out)["target"] == "stack_rnn"  # no lstm for a DPDT
+    code, _, err = run(capsys, "compile", "dyck", "--target", "nonsense")
+    assert code == 1 and err.startswith("error:") and "nonsense" in err
+    code, _, err = run(capsys, "compile", "dyck", "--scale", "zero")
+    assert code == 1 and "--scale" in err
+
+
+# --- verify -------------------------------------------------------------------------------------
+
+SMALL = ("--max-length", "4", "--samples", "50", "--long-length", "60", "--long-samples", "2")
+
+
+def test_verify_ok(capsys):
+    code, out, err = run(capsys, "verify", "dyck", "--k", "2", "--m", "3", "--target", "lstm",
+                         *SMALL)
+    assert code == 0 and err == ""
+    assert "OK" in out.splitlines()[0]
+    assert "exhaustive [every live prefix of length ≤ 4]" in out
+    assert "long [2 busy strings of length 60]" in out
+
+
+def test_verify_json(capsys):
+    code, out, _ = run(capsys, "verify", "dyck", "--k", "3", "--m", "2", "--target", "elman",
+                       "--method", "onehot", *SMALL, "--sample-lengths", "5", "9", "--json")
+    assert code == 0
+    d = json.loads(out)
+    assert d["ok"] is True and d["network"] == "elman/onehot"
+    phases = {p["name"]: p for p in d["phases"]}
+    assert phases["random"]["strings"] == 50 and "5–9" in phases["random"]["description"]
+    assert d["counterexample"] is None and d["weights_file"] is None
+
+
+def test_verify_failing_network_exits_1(capsys):
+    code, out, _ = run(capsys, "verify", "dyck", "--k", "2", "--m", "3", "--target", "lstm",
+                       "--scale", "1", *SMALL)
+    assert code == 1
+    assert "FAILED" in out and "first counterexample" in out
+    code, out, _ = run(capsys, "verify", "dyck", "--k", "2", "--m", "3", "--target", "lstm",
+                       "--scale", "1", *SMALL, "--json")
+    d = json.loads(out)
+    assert code == 1 and d["ok"] is False and d["counterexample"]["field"]
+
+
+def test_verify_weights_file(capsys, tmp_path):
+    path = tmp_path / "w.safetensors"
+    assert run(capsys, "compile", "dyck", "--k", "2", "--m", "2", "--target", "lstm",
+               "--method", "onehot", "-o", str(path))[0] == 0
+    code, out, _ = run(capsys, "verify", "--weights", str(path), *SMALL)
+    assert code == 0
+    assert out.splitlines()[0] == f"weights from {path}: as compiled"
+    assert "lstm/onehot" in out
+    code, _, err = run(capsys, "verify", "dyck", "--weights", str(path))
+    assert code == 1 and "drop MACHINE" in err
+    code, _, err = run(capsys, "verify", "--weights", str(tmp_path / "missing.safetensors"))
+    assert code == 1 and "does not exist" in err
+    code, _, err = run(capsys, "verify")
+    assert code == 1 and "--weights" in err
+
+
+def test_verify_machine_file(capsys, tmp_path):
+    m = DFA(["even", "odd"], "ab", {("even", "a"): "odd", ("odd", "a"): "even",
+                                    ("even", "b"): "even", ("odd", "b"): "odd"},
+            "even", {"even"}, name="even-a")
+    path = tmp_path / "even_a.json"
+    save(m, path)
+    code, out, _ = run(capsys, "verify", str(path), "--target", "elman", *SMALL, "--json")
+    assert code == 0 and json.loads(out)["ok"] is True
+
+
+def test_verify_progress_bar_goes_to_stderr(capsys):
+    code, _, err = run(capsys, "verify", "dyck", "--k", "2", "--m", "2", *SMALL, "--progress")
+    assert code == 0 and "verify" in err
+    code, _, err = run(capsys, "verify", "dyck", "--k", "2", "--m", "2", *SMALL)
+    assert code == 0 and err == ""  # not a terminal: no bars by default
+
+
+# --- certify ------------------------------------------------------------------------------------
+
+def test_certify_ok_and_json(capsys):
+    code, out, err = run(capsys, "certify", "dyck", "--k", "2", "--m", "2", "--target", "elman")
+    assert code == 0 and err == ""
+    assert out.startswith("CERTIFIED for every length: elman/hewitt")
+    code, out, _ = run(capsys, "certify", "dyck", "--k", "2", "--m", "2", "--target", "lstm",
+                       "--kernel", "monotone", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["ok"] is True and d["kernel"] == "monotone"
+    assert d["certifier"] == "enumerative" and d["max_length"] > 10**6
+
+
+def test_certify_weak_scale_exits_1(capsys):
+    code, out, _ = run(capsys, "certify", "dyck", "--k", "2", "--m", "2", "--target", "elman",
+                       "--scale", "1")
+    assert code == 1 and out.startswith("NOT CERTIFIED") and "failing case" in out
+    code, out, _ = run(capsys, "certify", "dyck", "--k", "2", "--m", "2", "--target", "elman",
+                       "--scale", "1", "--json")
+    assert code == 1 and json.loads(out)["ok"] is False
+
+
+def test_certify_min_scale(capsys):
+    code, out, _ = run(capsys, "certify", "dyck", "--k", "2", "--m", "2", "--target", "elman",
+                       "--min-scale", "--json")
+    assert code == 0
+    d = json.loads(out)
+    beta = sp.Rational(d["min_scale"])
+    assert 0 < beta <= sp.Rational(d["scale"])
+    net = pn.compile(pn.tasks.dyck(k=2, m=2), target="elman").with_scale(beta)
+    assert pn.certify(net.machine, net).ok  # the reported β does certify
+
+
+def test_certify_weights_file(capsys, tmp_path):
+    path = tmp_path / "w.safetensors"
+    run(capsys, "compile", "dyck", "--k", "2", "--m", "2", "--target", "elman", "-o", str(path))
+    code, out, _ = run(capsys, "certify", "--weights", str(path))
+    assert code == 0 and "weights from" in out and "CERTIFIED" in out
+    code, _, err = run(capsys, "certify", "--weights", str(path), "--min-scale")
+    assert code == 1 and "--min-scale" in err
+
+
+def test_certify_too_many_configurations_without_structural(capsys, monkeypatch):
+    monkeypatch.setattr(cli, "_structural_certifier", lambda: None)
+    code, out, err = run(capsys, "certify", "dyck", "--k", "40", "--m", "2", "--target", "lstm",
+                         "--method", "compact", "--max-configs", "100")
+    assert code == 1 and out == ""
+    assert "1,641" in err and "structural" in err  # Σ_{i≤2} 40^i configurations
+
+
+def test_certify_dispatches_to_structural(capsys, monkeypatch):
+    calls = []
+
+    def fake(machine, net, kernel="ulp"):
+        calls.append((machine, net.construction, kernel))
+        return pn.certify(pn.tasks.dyck(k=2, m=2), pn.compile(pn.tasks.dyck(k=2, m=2), "elman"))
+
+    monkeypatch.setattr(cli, "_structural_certifier", lambda: fake)
+    code, out, _ = run(capsys, "certify", "dyck", "--k", "40", "--m", "2", "--target", "lstm",
+                       "--method", "compact", "--max-configs", "100", "--kernel", "monotone",
+                       "--json")
+    assert code == 0 and json.loads(out)["certifier"] == "structural"
+    assert calls == [(pn.tasks.dyck(k=40, m=2), "lstm/compact", "monotone")]
+    calls.clear()  # small machines stay enumerative
+    code, out, _ = run(capsys, "certify", "dyck", "--k", "2", "--m", "2", "--json")
+    assert json.loads(out)["certifier"] == "enumerative" and calls == []
+
+
+def test_certify_huge_dyck_uses_the_structural_module(capsys):
+    if cli._structural_certifier() is None:
+        pytest.skip("pdanet.verify.structural is not available")
+    code, out, _ = run(capsys, "certify", "dyck", "--k", "1000", "--m", "2", "--target", "elman",
+                       "--method", "compact", "--json")
+    d = json.loads(out)
+    assert d["certifier"] == "structural" and code == (0 if d["ok"] else 1)
+
+
+# --- bounds -------------------------------------------------------------------------------------
+
+def test_bounds_table(capsys):
+    code, out, err = run(capsys, "bounds", "--k", "2", "4", "--m", "2", "3")
+    assert code == 0 and err == ""
+    lines = out.strip().splitlines()
+    assert lines[0].split()[:3] == ["k", "m", "construction"]
+    assert len(lines) == 2 + 2 * 2 * 6
+    net = pn.compile(pn.tasks.dyck(k=4, m=3), target="lstm", method="compact")
+    pattern = (rf"^4\s+3\s+lstm/compact\s+{re.escape(str(net.bound))}\s+{net.bound_value}\s+"
+               rf"{net.hidden_units}\s+yes\s+{information_floor(4, 3)}\s+"
+               rf"{net.hidden_units / information_floor(4, 3):.2f}\s+{net.scale}$")
+    assert re.search(pattern, out, re.MULTILINE)
+
+
+def test_bounds_json_max_units_and_plot(capsys, tmp_path):
+    pytest.importorskip("matplotlib")
+    plot = tmp_path / "bounds.png"
+    code, out, _ = run(capsys, "bounds", "--k", "2", "100000", "--m", "3", "--targets", "lstm",
+                       "--methods", "onehot", "compact", "--plot", str(plot), "--json")
+    assert code == 0 and plot.stat().st_size > 1000
+    rows = {(r["k"], r["method"]): r for r in json.loads(out)["rows"]}
+    huge = rows[(100000, "onehot")]
+    assert huge["bound"] == 300000 and huge["hidden_units"] is None
+    assert "not built" in huge["note"]
+    assert rows[(100000, "compact")]["hidden_units"] == 3 * 17  # m·⌈log₂(k+1)⌉
+    assert rows[(2, "onehot")]["matches"] is True
+
+
+def test_bounds_mismatch_exits_1(capsys, monkeypatch):
+    B = importlib.import_module("pdanet.verify.bounds")
+
+    def table(k, m, targets, methods):
+        return [BoundRow(k[0], m[0], targets[0], methods[0], "x/y", formula="k", bound=2,
+                         hidden_units=3, matches=False, floor=1)]
+
+    monkeypatch.setattr(B, "table", table)
+    code, out, _ = run(capsys, "bounds", "--k", "2", "--m", "2", "--targets", "lstm",
+                       "--methods", "compact")
+    assert code == 1 and "other than their bound" in out
+
+
+# --- demo ---------------------------------------------------------------------------------------
+
+def test_demo_writes_its_files(tmp_path):
+    from pdanet import demo
+
+    buf = io.StringIO()
+    assert demo.main(out_dir=tmp_path, out=buf) == 0
+    text = buf.getvalue()
+    for heading in ("1. Compile", "2. Verify", "3. Certify", "4. Hidden units", "5. Named tasks",
+                    "6. Figures", "7. Weights"):
+        assert heading in text
+    assert "every check passed" in text
+    cert = json.loads((tmp_path / "certificate_dyck_2_3_lstm_compact.json").read_text())
+    assert cert["ok"] is True and cert["construction"] == "lstm/compact"
+    net = load_network(tmp_path / "dyck_2_3_lstm_compact.safetensors")
+    assert net.construction == "lstm/compact" and net.machine == pn.tasks.dyck(k=2, m=3)
+    for task in demo.TASK_STRINGS:
+        assert task in text
+        svg = tmp_path / f"{task}.svg"
+        if shutil.which("dot"):
+            assert svg.read_text().lstrip().startswith(("<?xml", "<svg"))
+        else:
+            assert not svg.exists()
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return
+    for png in ("trace_heatmap.png", "bounds.png"):
+        assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
