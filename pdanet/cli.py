@@ -491,67 +491,14 @@ def _certify_args(p: argparse.ArgumentParser) -> None:
     add_json_flag(p)
 
 
-def _structural_certifier() -> Callable[..., Any] | None:
-    """`pdanet.verify.structural.certify_structural` when that module exists, else None."""
-    import importlib
-
-    try:
-        mod = importlib.import_module("pdanet.verify.structural")
-    except ModuleNotFoundError as exc:
-        if exc.name == "pdanet.verify.structural":
-            return None
-        raise
-    return getattr(mod, "certify_structural", None)
-
-
-def _call_with(fn: Callable[..., Any], *args: Any, **options: Any) -> Any:
-    """Call `fn`, passing only the keyword options its signature accepts."""
-    import inspect
-
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return fn(*args, **options)
-    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
-        return fn(*args, **options)
-    return fn(*args, **{k: v for k, v in options.items() if k in sig.parameters})
-
-
-def _too_many(exc: Exception) -> bool:
-    text = str(exc)
-    return "structural" in text or text.startswith("more than")
-
-
 def certify_network(machine: Any, net: Any, kernel: str = "ulp", eps: float | None = None,
                     max_configs: int = 200_000) -> tuple[Any, str]:
-    """A certificate and the certifier that made it ("enumerative" or "structural").
+    """A certificate and the certifier that made it ("enumerative" or "structural"); `pn.certify`
+    chooses the structural certifier for Dyck machines with too many configurations."""
+    from pdanet.verify.certificate import certify, uses_structural
 
-    The enumerative `certify` explores every abstract configuration; when the machine has more
-    than `max_configs` of them (known up front for Dyck-(k, m), else when `certify` says so) the
-    structural certifier `pdanet.verify.structural.certify_structural` is used if available,
-    else the CertificationError is raised."""
-    from pdanet.errors import CertificationError
-    from pdanet.verify.certificate import certify
-
-    try:
-        count = getattr(machine, "num_configs", None)
-        if callable(count):
-            count = None  # a method with a search bound; let certify find out
-        if isinstance(count, int) and count > max_configs:
-            raise CertificationError(
-                f"more than {max_configs:,} abstract configurations ({count:,}) for the "
-                f"enumerative certifier: raise --max-configs, or use a structural method")
-        return certify(machine, net, eps=eps, max_configs=max_configs, kernel=kernel), \
-            "enumerative"
-    except CertificationError as exc:
-        structural = _structural_certifier()
-        if structural is None or not _too_many(exc):
-            if _too_many(exc):
-                raise CertificationError(
-                    f"{exc} (the structural certifier pdanet.verify.structural is not "
-                    "available in this installation)") from None
-            raise
-        return _call_with(structural, machine, net, kernel=kernel, eps=eps), "structural"
+    method = "structural" if uses_structural(machine, net, max_configs) else "enumerative"
+    return certify(machine, net, eps=eps, max_configs=max_configs, kernel=kernel), method
 
 
 def _certificate_dict(cert: Any) -> dict[str, Any]:

@@ -360,13 +360,18 @@ def certify(machine: Machine, net: CompiledNetwork, dtype: torch.dtype | None = 
     deviation, they are widened to the image's deviation until the box family is invariant
     (a fixed point; at most `MAX_ROUNDS` rounds). LSTM cells that still move are bounded by
     their drift per step with their radius capped at ``eps``. With ``eps=None`` the cap is
-    searched over `EPS_LADDER` and the best certificate is returned.
+    searched over `EPS_LADDER` and the best certificate is returned. Dyck-(k, m) networks too
+    large to enumerate go to the structural certifier (`uses_structural`).
 
     ``kernel`` says how tanh and sigmoid kernels are modelled (`intervals.set_kernel_model`):
     ``"ulp"`` (default) bounds their error by a few ulps; ``"monotone"`` evaluates the library's
     own kernel at interval endpoints and assumes only its monotonicity, which lets saturated
     LSTM gates be exactly 1 and proves far longer lengths.
     """
+    if uses_structural(machine, net, max_configs):
+        from pdanet.verify.structural import certify_structural
+
+        return certify_structural(machine, net, dtype=dtype, kernel=kernel, eps=eps)
     t0 = time.perf_counter()
     previous = iv.set_kernel_model(kernel)
     try:
@@ -385,6 +390,15 @@ def certify(machine: Machine, net: CompiledNetwork, dtype: torch.dtype | None = 
         iv.set_kernel_model(previous)
     assert best is not None
     return replace(best, kernel=kernel)
+
+
+def uses_structural(machine: Machine, net: CompiledNetwork, max_configs: int) -> bool:
+    """Dyck-(k, m) networks with more configurations than `max_configs` (and a declared unit
+    layout) are certified structurally (`pdanet.verify.structural`), never by enumeration."""
+    from pdanet.automata.bounded import DyckKM
+
+    return (isinstance(machine, DyckKM) and "layout" in net.info
+            and machine.num_configs * len(machine.alphabet) > max_configs)
 
 
 def min_scale(machine: Machine, construction: CompiledNetwork | str | tuple[str, str],
@@ -462,7 +476,6 @@ def _problem(machine: Machine, net: CompiledNetwork, dtype: torch.dtype | None,
 def _certify(pb: _Problem, cap: float, chunk: int, t0: float) -> Certificate:
     E, H, W, cell, dtype = pb.E, pb.H, pb.W, pb.cell, pb.dtype
     P, S = E.shape
-    abst = pb.abst
     u = iv.unit_roundoff(dtype)
     notes: list[str] = [
         "agreement covers every string whose prefixes are all live (the machine's prefix language)"

@@ -1,0 +1,782 @@
+"""All-lengths certificates for the Dyck-(k, m) stack networks without enumerating configurations.
+
+`pdanet.verify.certificate` explores every (configuration, network state) node: Σ kⁱ of them,
+≈ 10¹⁵ for Dyck-(100000, 3). This module proves the same statement — every state within its box
+is mapped into the box of the successor configuration, and every box reads out the machine's
+output — by checking each *unit* on its *local view* instead of each global configuration.
+
+The semantic encoding E (the box centres) is derived from the machine, not from the weights: the
+construction's ``info["layout"]`` says which unit holds which coordinate of which stack slot, and
+its slot code gives φ_t ∈ {−1, 0, 1}^d for bracket type t. A configuration is (depth δ, slot
+contents, last operation ∈ {none, push, pop}); unit u of slot s, coordinate j has the ideal value
+E_u = a_u(δ, last)·φ_{t_s}[j] + c_u(δ, last) when slot s is filled (s < δ) and e_u(δ, last) when
+it is empty (affine in the bit; see `_Model.coef`). Elman (push/pop copies): g = 2·sign_j·φ[j] − 1
+in the copy the last operation wrote, −1 elsewhere. LSTM: c = φ; h = tanh(φ) = tanh(1)·φ in the
+top slot, 0 elsewhere.
+
+Lemma 1 (locality). The enclosure of unit u's next value depends on the global case (c, a) only
+through the centres of the units in its fan-in N(u) (nonzeros of its rows of W_hh), its own
+cell (LSTM), the input term W_ih·emb[a] of its rows, and its target E_u(δ(c, a)). Proof: the
+interval pre-activation is W·E(c) ± (|W|·R + rounding), with R and the rounding bound the same
+for every case; W·E(c) = Σ_slots W[·, slot]·E_slot.
+
+Lemma 2 (covering). The *local view* of u is (δ, last, kind of a; the coordinate-j bits of the
+"pinned" slots: u's own slot and the slot its new value is copied from; φ_a[j] for an open a).
+Its target is a function of the local view (the machine's step moves slot contents by one
+position, writes φ_a, or clears a slot: `_Model.source`). For each local view the certifier
+encloses Σ_slots W[ρ, slot]·E_slot over *every* assignment of contents consistent with it: each
+slot independently (in Dyck-(k, m) the contents of the δ filled slots range over all of [k]^δ, a
+product), a pinned slot over the types t with φ_t[j] equal to its bit, another filled slot over
+all k types, an empty slot at its constant. So every reachable (configuration, symbol) projects
+onto an enumerated local view whose pre-activation range contains its own (the joint values are
+contained in the product), and one check per local view covers them all. Ranges over a set of
+types are exact (`_Ranges`: the distinct projections of the codes onto the bits a row reads, or
+all k codes).
+
+Lemma 3 (readout). A logit row is an affine function of E, hence a sum over slots of functions of
+one slot's content (plus a constant and a radius that do not depend on the case). For each depth
+its extreme over all stacks is the sum of per-slot extremes. For the close logit c with top type
+t: positive at t = c is evaluated exactly; for t ≠ c the row is affine in the input bits
+b = inputs(t) ∈ {0, 1}^q (checked: the code's input words are distinct binary vectors), and
+max over b ≠ inputs(c) of w·b is the best vertex, or — when the best vertex is inputs(c) itself —
+the best vertex less min_i |w_i| (the second-best vertex differs from the best in one bit): O(q)
+per logit, no k² work. Other rows use hypercube bounds, refined to exact ranges where needed.
+
+Radii are per unit *and* per abstract state (depth, last operation) — a box family indexed by a
+function of the configuration is as good an induction hypothesis as a uniform one, and it lets
+an LSTM h unit be wide only while its slot is the top. The LSTM cells integrate (f ≈ 1 does not
+contract); as in `certificate`, the boxes are proven invariant for every unit but the cells
+(cells at radius ε; other units ≤ ε, LSTM h units ≤ 2ε), and the cells' drift per step gives a
+proven length L, reported as ``max_length``.
+
+Lemma 4 (exact rows). A pre-activation row with no recurrent weight, integer weights, biases and
+input codes, and Σ|terms| < 2^p (p significand bits) is computed without rounding in any order of
+summation (every partial sum is a representable integer); its rounding bound is 0.
+
+Interval arithmetic is `pdanet.verify.intervals` in the module's dtype; every other rounding
+bound is as in `certificate` (γₙ·Σ|terms|, with the input term's Σ|terms| taken over the case's
+symbols).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+import torch
+
+from pdanet.automata.bounded import DyckConfig, DyckKM
+from pdanet.constructions.base import CompiledNetwork
+from pdanet.errors import CertificationError
+from pdanet.verify import intervals as iv
+from pdanet.verify.certificate import EPS_LADDER, MAX_ROUNDS, Certificate, FailingCase
+
+_U64 = 2.0**-53
+NONE, PUSH, POP = 0, 1, 2
+_LAST = ("start", "push", "pop")
+TANH1 = math.tanh(1.0)
+HIDDEN_CAP = 2.0   # LSTM: h radii may grow to 2ε (h = o·tanh(c) moves as much as a cell at φ = 0)
+
+
+# --- the semantic model ---------------------------------------------------------------------------
+
+@dataclass
+class _Model:
+    """The construction's state, described from the machine's side (layout + slot code)."""
+
+    machine: DyckKM
+    kind: str                 # "push_pop" (Elman) or "cell_stack" (LSTM)
+    code: object
+    H: int
+    slot: np.ndarray          # (H,) slot of each hidden unit (Elman: 0 = top; LSTM: 0 = bottom)
+    coord: np.ndarray         # (H,) code coordinate j
+    role: np.ndarray          # (H,) Elman: 0 = P (push copy), 1 = Q (pop copy); LSTM: 0
+    signs: np.ndarray         # (d,)
+    phi: np.ndarray           # (k, d) φ_t, int8
+    bits: np.ndarray          # (k, q+1) [inputs(t); 1], float64
+    Phi: np.ndarray           # (d, q+1) φ = Phi·[inputs; 1]
+
+    @property
+    def k(self) -> int:
+        return self.machine.k
+
+    @property
+    def m(self) -> int:
+        return self.machine.m
+
+    @property
+    def q(self) -> int:
+        return self.Phi.shape[1] - 1
+
+    def states(self) -> list[tuple[int, int]]:
+        """Reachable (depth, last operation): the start, after a push (δ ≥ 1), after a pop
+        (δ ≤ m − 1). The LSTM's encoding ignores the last operation."""
+        if self.kind == "cell_stack":
+            return [(d, NONE) for d in range(self.m + 1)]
+        return ([(0, NONE)] + [(d, PUSH) for d in range(1, self.m + 1)]
+                + [(d, POP) for d in range(self.m)])
+
+    def step(self, depth: int, last: int, push: bool) -> tuple[int, int]:
+        nl = NONE if self.kind == "cell_stack" else (PUSH if push else POP)
+        return depth + (1 if push else -1), nl
+
+    def top(self, depth: int) -> int:
+        return 0 if self.kind == "push_pop" else depth - 1
+
+    def source(self, s: int, depth: int, push: bool) -> tuple[str, int]:
+        """Where slot s's content comes from after a push/pop at this depth (machine semantics):
+        ("slot", s0), ("x", -1) the pushed symbol, or ("empty", -1)."""
+        if self.kind == "push_pop":                      # top first: contents shift
+            if push:
+                return ("x", -1) if s == 0 else ("slot", s - 1)
+            return ("slot", s + 1) if s + 1 < self.m else ("empty", -1)
+        if push:                                         # bottom first: written in place
+            return ("x", -1) if s == depth else ("slot", s)
+        return ("empty", -1) if s == depth - 1 else ("slot", s)
+
+    def coef(self, depth: int, last: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(a, c, e) over hidden units: centre a·φ[j] + c in a filled slot, e in an empty one;
+        for the LSTM also the cells (indices H..2H−1): c = φ."""
+        H = self.H
+        if self.kind == "push_pop":
+            wrote = np.where(self.role == 0, last == PUSH, last == POP)
+            a = np.where(wrote, 2.0 * self.signs[self.coord], 0.0)
+            return a, -np.ones(H), -np.ones(H)
+        a = np.concatenate([np.where(self.slot == depth - 1, TANH1, 0.0), np.ones(H)])
+        z = np.zeros(2 * H)
+        return a, z, z.copy()
+
+    def label(self, u: int) -> str:
+        H = self.H
+        cell = u >= H
+        v = u - H if cell else u
+        s, j = int(self.slot[v]), int(self.coord[v])
+        if self.kind == "push_pop":
+            return f"{'PQ'[self.role[v]]}[slot {s + 1} from top, coordinate {j}]"
+        return f"{'c' if cell else 'h'}[slot {s + 1} from bottom, coordinate {j}]"
+
+    def witness(self, depth: int, last: int, pins: dict[int, int], j: int) -> str:
+        """A concrete configuration with this local view (pinned slots get a type with the
+        given φ[j]; others type 0), with a string reaching it."""
+        slots = [0] * depth
+        for s, b in pins.items():
+            if s < depth:
+                slots[s] = int(np.nonzero(self.phi[:, j] == b)[0][0])
+        stack = tuple(reversed(slots)) if self.kind == "push_pop" else tuple(slots)
+        mach = self.machine
+        string = [mach.opens[t] for t in stack]
+        if last == POP:
+            string += [mach.opens[0], mach.closes[0]]
+        return f"{DyckConfig(stack)!r} (reached by {mach.alphabet.format(tuple(string))!r})"
+
+
+def _model(machine: DyckKM, net: CompiledNetwork) -> _Model:
+    layout = net.info.get("layout") if net.info else None
+    if layout is None or layout.get("kind") not in ("push_pop", "cell_stack"):
+        raise CertificationError(
+            f"{net.construction} has no stack layout (info['layout']); use pdanet.certify")
+    code = layout["code"]
+    units = np.asarray(layout["units"])
+    H = net.module.hidden_size
+    if units.size != H or sorted(units.ravel().tolist()) != list(range(H)):
+        raise CertificationError("info['layout']['units'] must list every hidden unit once")
+    slot, coord, role = (np.zeros(H, np.int64) for _ in range(3))
+    for idx in np.ndindex(units.shape):
+        u = units[idx]
+        if layout["kind"] == "push_pop":
+            role[u], slot[u], coord[u] = idx
+        else:
+            slot[u], coord[u] = idx
+    ids = np.arange(machine.k)
+    inputs = np.asarray(code.inputs(ids), np.int64)
+    if not np.isin(inputs, (0, 1)).all():
+        raise CertificationError("structural readout needs binary input words")
+    if len(np.unique(inputs, axis=0)) != machine.k:
+        raise CertificationError("the code gives two bracket types the same input word")
+    bits = np.concatenate([inputs, np.ones((machine.k, 1), np.int64)], 1).astype(np.float64)
+    phi = np.asarray(code.phi(ids), np.int8)
+    signs = np.asarray(layout.get("signs", np.ones(code.d)), np.float64)
+    return _Model(machine, layout["kind"], code, H, slot, coord, role, signs, phi, bits,
+                  np.asarray(code.Phi, np.float64))
+
+
+# --- exact ranges of affine functions of one slot's content -----------------------------------------
+
+class _Ranges:
+    """min/max over bracket types t (optionally those with φ_t[j] = b) of w·[inputs(t); 1]."""
+
+    def __init__(self, model: _Model):
+        self.md = model
+        self.cache: dict = {}
+        self.proj: dict = {}
+        self.full: dict = {}
+
+    def _projection(self, supp: tuple[int, ...]) -> np.ndarray:
+        if supp not in self.proj:
+            b = self.md.bits[:, list(supp)].astype(np.int64)
+            keys = np.unique(b @ (1 << np.arange(len(supp), dtype=np.int64)))
+            self.proj[supp] = ((keys[:, None] >> np.arange(len(supp))) & 1).astype(np.float64)
+        return self.proj[supp]
+
+    def __call__(self, w: np.ndarray, j: int | None = None, b: int | None = None
+                 ) -> tuple[float, float] | None:
+        key = (w.tobytes(), j, b)
+        if key in self.cache:
+            return self.cache[key]
+        q, Phi = self.md.q, self.md.Phi
+        supp = set(np.nonzero(w[:q])[0].tolist())
+        if j is not None:
+            supp |= set(np.nonzero(Phi[j, :q])[0].tolist())
+        supp_t = tuple(sorted(supp))
+        if len(supp_t) <= 16:
+            P = self._projection(supp_t)
+            vals = P @ w[list(supp_t)] + w[q]
+            if j is not None:
+                phij = P @ Phi[j, list(supp_t)] + Phi[j, q]
+                vals = vals[phij == b]
+        else:
+            wk = w.tobytes()
+            if wk not in self.full:
+                self.full[wk] = self.md.bits @ w
+            vals = self.full[wk]
+            if j is not None:
+                vals = vals[self.md.phi[:, j] == b]
+        out = (float(vals.min()), float(vals.max())) if len(vals) else None
+        self.cache[key] = out
+        return out
+
+
+# --- local cases ----------------------------------------------------------------------------------
+
+@dataclass
+class _Cases:
+    """One row per local case: the local unit, the pre-activation centre range of each of its
+    rows, its own cell centre (LSTM), its target(s), and a description."""
+
+    unit: np.ndarray          # (N,) hidden unit index v
+    state: np.ndarray         # (N,) index of (depth, last) in `_Model.states`
+    succ: np.ndarray          # (N,) index of the successor's (depth, last)
+    zlo: np.ndarray           # (N, G) G = 1 (Elman) or 4 (LSTM gates i, f, g, o)
+    zhi: np.ndarray
+    absin: np.ndarray         # (N, G) max over the case's symbols of |W_ih[row]|·|emb[x]|
+    own: np.ndarray           # (N,) own cell centre (LSTM)
+    target: np.ndarray        # (N, 1 or 2) target of h (and c)
+    views: list               # (depth, last, push, pins, bx)
+
+
+def _build_cases(md: _Model, W: dict, rng: _Ranges) -> _Cases:
+    H = md.H
+    lstm = md.kind == "cell_stack"
+    Whh, Wih = W["rnn.weight_hh_l0"], W["rnn.weight_ih_l0"]
+    bias = W["rnn.bias_ih_l0"] + W["rnn.bias_hh_l0"]
+    emb = W["embedding.weight"]
+    k = md.k
+    G = 4 if lstm else 1
+    rows_of = (lambda v: [v + g * H for g in range(4)]) if lstm else (lambda v: [v])
+    # input term: exact ranges over opens conditioned on φ_x[j], and over all closes
+    in_open: dict = {}
+    uniq_ih, inv_ih = np.unique(Wih, axis=0, return_inverse=True)
+    inv_ih = np.asarray(inv_ih).reshape(-1)
+    open_vals = emb[:k] @ uniq_ih.T                       # (k, #unique rows)
+    open_abs = np.abs(emb[:k]) @ np.abs(uniq_ih).T
+    close_vals = emb[k:2 * k] @ uniq_ih.T
+    close_rng = np.stack([close_vals.min(0), close_vals.max(0),
+                          (np.abs(emb[k:2 * k]) @ np.abs(uniq_ih).T).max(0)], 1)
+
+    def input_open(row: int, j: int, b: int) -> tuple[float, float, float] | None:
+        key = (inv_ih[row], j, b)
+        if key not in in_open:
+            sel = md.phi[:, j] == b
+            v = open_vals[sel, inv_ih[row]]
+            in_open[key] = ((float(v.min()), float(v.max()),
+                             float(open_abs[sel, inv_ih[row]].max())) if len(v) else None)
+        return in_open[key]
+
+    bitvals = [np.unique(md.phi[:, j]).tolist() for j in range(md.code.d)]
+    units_of = [np.nonzero(md.slot == s)[0] for s in range(md.m)]
+    unit_l, zlo_l, zhi_l, abs_l, own_l, tgt_l, views = [], [], [], [], [], [], []
+    st_l, su_l = [], []
+    index = {sv: i for i, sv in enumerate(md.states())}
+    for depth, last in md.states():
+        a, c, e = md.coef(depth, last)
+        # per slot: rows of W_hh composed with the centre map, in input-bit space
+        V, const = [], np.zeros(Whh.shape[0])
+        for s in range(md.m):
+            us = units_of[s]
+            Wb = Whh[:, us]
+            if s < depth:
+                V.append((Wb * a[us]) @ md.Phi[md.coord[us]])
+                V[-1][:, -1] += Wb @ c[us]
+            else:
+                V.append(None)
+                const += Wb @ e[us]
+        for push in (True, False):
+            if (push and depth >= md.m) or (not push and depth == 0):
+                continue
+            d2, l2 = md.step(depth, last, push)
+            a2, c2, e2 = md.coef(d2, l2)
+            for v in range(H):
+                j, s = int(md.coord[v]), int(md.slot[v])
+                kind, s0 = md.source(s, depth, push)
+                pinned = sorted({s} | ({s0} if kind == "slot" else set()))
+                pinned = [p for p in pinned if p < depth]
+                rows = rows_of(v)
+                opts = [bitvals[j]] * len(pinned) + [bitvals[j] if push else [None]]
+                for combo in itertools.product(*opts):
+                    pins = dict(zip(pinned, combo[:-1]))
+                    bx = combo[-1]
+                    lo = np.empty(G)
+                    hi = np.empty(G)
+                    absin = np.empty(G)
+                    ok = True
+                    for g, r in enumerate(rows):
+                        zl = zh = bias[r] + const[r]
+                        for sl in range(depth):
+                            w = V[sl][r]
+                            if not w.any():
+                                continue
+                            rg = rng(w, j, pins[sl]) if sl in pins else rng(w)
+                            if rg is None:
+                                ok = False
+                                break
+                            zl, zh = zl + rg[0], zh + rg[1]
+                        if not ok:
+                            break
+                        if push:
+                            rg = input_open(r, j, bx)
+                            if rg is None:
+                                ok = False
+                                break
+                        else:
+                            rg = close_rng[inv_ih[r]]
+                        lo[g], hi[g], absin[g] = zl + rg[0], zh + rg[1], rg[2]
+                    if not ok:
+                        continue
+                    # target: the machine's successor, read through the same encoding
+                    if kind == "x":
+                        bit = bx
+                    elif kind == "slot" and s0 < depth:
+                        bit = pins[s0]
+                    else:
+                        bit = None
+                    filled2 = bit is not None
+                    th = a2[v] * bit + c2[v] if filled2 else e2[v]
+                    if lstm:
+                        tc = a2[H + v] * bit + c2[H + v] if filled2 else e2[H + v]
+                        own = a[H + v] * pins[s] + c[H + v] if s in pins else e[H + v]
+                        tgt_l.append((th, tc))
+                    else:
+                        own = 0.0
+                        tgt_l.append((th,))
+                    unit_l.append(v)
+                    zlo_l.append(lo)
+                    zhi_l.append(hi)
+                    abs_l.append(absin)
+                    own_l.append(own)
+                    views.append((depth, last, push, pins, bx))
+                    st_l.append(index[(depth, last)])
+                    su_l.append(index[(d2, l2)])
+    return _Cases(np.array(unit_l), np.array(st_l), np.array(su_l), np.array(zlo_l), np.array(zhi_l), np.array(abs_l),
+                  np.array(own_l),
+                  np.array(tgt_l), views)
+
+
+# --- one pass at radii R --------------------------------------------------------------------------
+
+@dataclass
+class _Pass:
+    dev: np.ndarray           # (S, states) worst deviation from the target, by successor state
+    drift: np.ndarray         # (S,) cells: worst point-image deviation where the box is not kept
+    settled: np.ndarray       # (S,) cells: worst box-image deviation where the box is kept
+    dcase: np.ndarray         # (N, 1 or 2) deviation of each case's image (h, and c)
+    lo: np.ndarray            # (N, 1 or 2) the image intervals
+    hi: np.ndarray
+
+
+def _hmax(md: _Model, R: np.ndarray) -> np.ndarray:
+    """max |h| over the boxes of each abstract state (H, states): centre magnitude + radius."""
+    H = md.H
+    vals = np.array([-1.0, 0.0, 1.0])
+    present = np.stack([(md.phi == b).any(0) for b in (-1, 0, 1)], 1)[md.coord]   # (H, 3)
+    out = np.empty((H, R.shape[1]))
+    for i, (depth, last) in enumerate(md.states()):
+        a, c, e = md.coef(depth, last)
+        cand = np.where(present, np.abs(a[:H, None] * vals + c[:H, None]), 0.0).max(1)
+        out[:, i] = np.where(md.slot < depth, cand, np.abs(e[:H])) + R[:H, i]
+    return out
+
+
+def _exact_rows(W: dict, dtype: torch.dtype) -> np.ndarray:
+    """Rows whose pre-activation the module computes exactly: no recurrent weight (the h terms
+    are exact zeros), and integer weights, biases and input codes whose absolute sum stays below
+    2^p (p = the dtype's significand bits), so every partial sum, in any order, is an integer
+    that the dtype represents — no rounding at all."""
+    Whh, Wih = W["rnn.weight_hh_l0"], W["rnn.weight_ih_l0"]
+    bi, bh, emb = W["rnn.bias_ih_l0"], W["rnn.bias_hh_l0"], W["embedding.weight"]
+    integral = lambda a: np.all(a == np.round(a), axis=-1)
+    p = 1 - round(math.log2(torch.finfo(dtype).eps))
+    total = np.abs(Wih) @ np.abs(emb).max(0) + np.abs(bi) + np.abs(bh)
+    return ((Whh == 0).all(1) & integral(Wih) & integral(bi[:, None]) & integral(bh[:, None])
+            & bool(integral(emb.ravel())) & (total < 2.0**p))
+
+
+def _pass(md: _Model, W: dict, cs: _Cases, R: np.ndarray, dtype: torch.dtype) -> _Pass:
+    """Enclose one step of every local case with the boxes of radii R (S, states)."""
+    H = md.H
+    lstm = md.kind == "cell_stack"
+    S = 2 * H if lstm else H
+    u = iv.unit_roundoff(dtype)
+    Whh, Wih = W["rnn.weight_hh_l0"], W["rnn.weight_ih_l0"]
+    b = W["rnn.bias_ih_l0"] + W["rnn.bias_hh_l0"]
+    n_terms = Whh.shape[1] + Wih.shape[1] + 2
+    coef = iv.gamma(n_terms, u) + iv.gamma(2 * (n_terms + md.q + 4), _U64)
+    absum = np.abs(Whh) @ _hmax(md, R) + np.abs(b)[:, None]        # (rows, states)
+    spread = np.abs(Whh) @ R[:H]                                    # (rows, states)
+    G = cs.zlo.shape[1]
+    rows = cs.unit[:, None] + H * np.arange(G)[None, :]
+    st = cs.state[:, None]
+    rad = spread[rows, st] + coef * (absum[rows, st] + cs.absin) + n_terms * iv.tiny(dtype)
+    rad = rad + iv.gamma(2, _U64) * np.maximum(np.abs(cs.zlo), np.abs(cs.zhi))
+    rad = np.where(_exact_rows(W, dtype)[rows], 0.0, rad)
+    z = iv.Interval(cs.zlo, cs.zhi).widen(rad)
+    drift = np.zeros(S)
+    settled = np.zeros(S)
+    if not lstm:
+        out = iv.tanh(z[:, 0], dtype)
+        T = cs.target[:, 0]
+        dcase = np.maximum(out.hi - T, T - out.lo)[:, None]
+        lo_, hi_ = out.lo[:, None], out.hi[:, None]
+        units = cs.unit[:, None]
+    else:
+        gi, gf = iv.sigmoid(z[:, 0], dtype), iv.sigmoid(z[:, 1], dtype)
+        gg, go = iv.tanh(z[:, 2], dtype), iv.sigmoid(z[:, 3], dtype)
+        c_box = iv.Interval.around(cs.own, R[H + cs.unit, cs.state])
+        ig = iv.mul(gi, gg, dtype)
+        cn = iv.add(iv.mul(gf, c_box, dtype), ig, dtype)
+        hn = iv.mul(go, iv.tanh(cn, dtype), dtype)
+        Th, Tc = cs.target[:, 0], cs.target[:, 1]
+        # own cell as a point: the radius it carries is multiplied by f ≤ 1
+        cpt = iv.add(iv.mul(gf, iv.Interval.point(cs.own), dtype), ig, dtype)
+        d_pt = np.maximum(cpt.hi - Tc, Tc - cpt.lo)
+        d_box = np.maximum(cn.hi - Tc, Tc - cn.lo)
+        kept = d_box <= R[H + cs.unit, cs.succ]
+        np.maximum.at(settled, H + cs.unit, np.where(kept, d_box, 0.0))
+        np.maximum.at(drift, H + cs.unit, np.where(kept, 0.0, d_pt))
+        dcase = np.stack([np.maximum(hn.hi - Th, Th - hn.lo), d_box], 1)
+        lo_, hi_ = np.stack([hn.lo, cn.lo], 1), np.stack([hn.hi, cn.hi], 1)
+        units = np.stack([cs.unit, H + cs.unit], 1)
+    dev = np.zeros((S, R.shape[1]))
+    for col in range(dcase.shape[1]):
+        np.maximum.at(dev, (units[:, col], cs.succ), dcase[:, col])
+    return _Pass(dev, drift, settled, dcase, lo_, hi_)
+
+
+# --- readout ----------------------------------------------------------------------------------------
+
+def _readout(md: _Model, W: dict, R: np.ndarray, rng: _Ranges, dtype: torch.dtype
+             ) -> tuple[FailingCase | None, float, int]:
+    """Check every logit's sign on every box (Lemma 3); returns (failing case, slack, cases)."""
+    H, k, m, q = md.H, md.k, md.m, md.q
+    u = iv.unit_roundoff(dtype)
+    tiny = iv.tiny(dtype)
+    A1, a1 = W["readout.weight"], W["readout.bias"]
+    two = "out_embedding.weight" in W
+    hmax_all = _hmax(md, R)
+    n1 = A1.shape[1] + 1
+    opens, closes, end = np.arange(k), np.arange(k, 2 * k), 2 * k
+    n_out = 2 * k + 1
+    slack_min, cases = math.inf, 0
+    units_of = [np.nonzero(md.slot == s)[0] for s in range(m)]
+    for si, (depth, last) in enumerate(md.states()):
+        hmax = hmax_all[:, si]
+        rho1 = np.abs(A1) @ R[:H, si] + (iv.gamma(n1, u) + iv.gamma(2 * (n1 + q + 4), _U64)) * (
+            np.abs(A1) @ hmax + np.abs(a1)) + n1 * tiny
+        if two:
+            A2, a2 = W["out_embedding.weight"], W["out_embedding.bias"]
+            ymax = np.abs(A1) @ hmax + np.abs(a1) + rho1
+            n2 = A2.shape[1] + 1
+            rad = np.abs(A2) @ rho1 + (iv.gamma(n2, u) + iv.gamma(2 * (n2 + q + 4), _U64)) * (
+                np.abs(A2) @ ymax + np.abs(a2)) + n2 * tiny
+        else:
+            rad = rho1
+        a, c, e = md.coef(depth, last)
+        const1 = a1.copy()
+        V = []
+        for s in range(m):
+            us = units_of[s]
+            if s < depth:
+                M = (A1[:, us] * a[us]) @ md.Phi[md.coord[us]]
+                M[:, -1] += A1[:, us] @ c[us]
+                V.append(A2 @ M if two else M)
+            else:
+                const1 += A1[:, us] @ e[us]
+        const = (A2 @ const1 + a2) if two else const1
+        top = md.top(depth) if depth else None
+        slots = list(range(depth))
+        # hypercube bounds per slot, then exact ranges where a row needs them
+        lo = const - rad
+        hi = const + rad
+        for s in slots:
+            w = V[s]
+            lo = lo + np.minimum(w[:, :q], 0).sum(1) + w[:, q]
+            hi = hi + np.maximum(w[:, :q], 0).sum(1) + w[:, q]
+        want = np.zeros(n_out, dtype=bool)
+        want[opens] = depth < m
+        want[end] = depth == 0
+        bad = np.where(want, lo <= 0, hi >= 0)
+        bad[closes] = False
+        for r in np.nonzero(bad)[0]:                  # refine: exact range per slot
+            lo_r, hi_r = const[r] - rad[r], const[r] + rad[r]
+            for s in slots:
+                mn, mx = rng(V[s][r])
+                lo_r, hi_r = lo_r + mn, hi_r + mx
+            lo[r], hi[r] = lo_r, hi_r
+        # close logits: the other slots by hypercube (refined below), the top as in Lemma 3
+        clo, chi = const[closes] - rad[closes], const[closes] + rad[closes]
+        for s in slots:
+            if s == top:
+                continue
+            w = V[s][closes]
+            clo = clo + np.minimum(w[:, :q], 0).sum(1) + w[:, q]
+            chi = chi + np.maximum(w[:, :q], 0).sum(1) + w[:, q]
+        if depth:
+            wt = V[top][closes]
+            pos = clo + np.einsum("ij,ij->i", wt, md.bits)        # top = c itself
+            best_bits = wt[:, :q] > 0
+            best = np.maximum(wt[:, :q], 0).sum(1) + wt[:, q]
+            same = (best_bits == (md.bits[:, :q] > 0)).all(1)
+            second = np.where(same, best - np.abs(wt[:, :q]).min(1), best)
+            neg = chi + second
+            c_bad_pos, c_bad_neg = pos <= 0, neg >= 0
+            for i in np.nonzero(c_bad_pos | c_bad_neg)[0]:   # refine other slots exactly
+                for s in slots:
+                    if s == top:
+                        continue
+                    w = V[s][closes[i]]
+                    mn, mx = rng(w)
+                    pos[i] += mn - (np.minimum(w[:q], 0).sum() + w[q])
+                    neg[i] += mx - (np.maximum(w[:q], 0).sum() + w[q])
+            slack = np.minimum(pos, -neg)
+            lo[closes], hi[closes] = pos, neg
+            want[closes] = False
+            cases += 2 * k
+        else:
+            slack = -chi
+            lo[closes], hi[closes] = clo, chi
+            cases += k
+        s_other = np.where(want, lo, -hi)
+        s_other[closes] = np.inf
+        cases += k + 1
+        worst = min(float(slack.min()), float(s_other.min()))
+        slack_min = min(slack_min, worst)
+        if worst <= 0:
+            if float(slack.min()) <= 0:
+                i = int(np.argmin(slack))
+                row = int(closes[i])
+                if depth and lo[row] <= 0:                   # the matching close, top = i
+                    stack = [0] * depth
+                    stack[top] = i
+                    st = tuple(reversed(stack)) if md.kind == "push_pop" else tuple(stack)
+                    cfg = f"{DyckConfig(st)!r} ({_LAST[last]})"
+                    req = (0.0, math.inf)
+                else:
+                    cfg = (f"depth {depth} ({_LAST[last]}) with top ≠ type {i}, e.g. "
+                           + md.witness(depth, last, {}, 0))
+                    req = (-math.inf, 0.0)
+            else:
+                row = int(np.argmin(s_other))
+                cfg = f"depth {depth} ({_LAST[last]}), e.g. " + md.witness(depth, last, {}, 0)
+                req = (0.0, math.inf) if want[row] else (-math.inf, 0.0)
+            sym = md.machine.output_alphabet.symbols[row]
+            return (FailingCase("readout", cfg, None, row, f"logit {row} ({sym})",
+                                (float(lo[row]), float(hi[row])), req), slack_min, cases)
+    return None, slack_min, cases
+
+
+# --- the certificate ----------------------------------------------------------------------------
+
+def _centre(md: _Model, depth: int, last: int, stack: tuple[int, ...]) -> np.ndarray:
+    """E of one configuration (stack bottom first) after the given last operation."""
+    a, c, e = md.coef(depth, last)
+    slots = stack[::-1] if md.kind == "push_pop" else stack
+    n = len(a)
+    v = np.arange(n) % md.H
+    filled = md.slot[v] < depth
+    bit = np.zeros(n)
+    idx = np.nonzero(filled)[0]
+    bit[idx] = md.phi[np.asarray(slots, np.int64)[md.slot[v[idx]]], md.coord[v[idx]]]
+    return np.where(filled, a * bit + c, e)
+
+
+def _check_encoding(md: _Model, net: CompiledNetwork, samples: int = 32) -> FailingCase | None:
+    """Sanity check of the layout against the construction's own decoder: E of random stacks
+    at every (depth, last) must decode to those stacks (not part of the proof's logic)."""
+    rng = np.random.default_rng(0)
+    for depth, last in md.states():
+        for _ in range(samples if depth else 1):
+            stack = tuple(int(t) for t in rng.integers(0, md.k, depth))
+            fields = net.decode(_centre(md, depth, last, stack)[None, None, :])
+            got = fields["stack"].reshape(-1)
+            want = np.full(md.m, -1)
+            want[:depth] = stack
+            if not np.array_equal(got, want):
+                return FailingCase("encoding", f"{DyckConfig(stack)!r} ({_LAST[last]})", None,
+                                   -1, f"decoded stack {got.tolist()}", (math.nan, math.nan),
+                                   (math.nan, math.nan))
+    return None
+
+
+def _initial_centre(md: _Model) -> np.ndarray:
+    return md.coef(0, NONE)[2]
+
+
+def certify_structural(machine: DyckKM, net: CompiledNetwork, dtype: torch.dtype | None = None,
+                       kernel: str = "ulp", eps: float | None = None) -> Certificate:
+    """Certify a Dyck-(k, m) stack network (Elman push/pop or LSTM cell stack) for every string
+    (LSTM: every length ≤ L, reported) by local views (see the module docstring's lemmas).
+
+    Same `Certificate` as `pdanet.certify`; ``configs`` is Σ kⁱ (covered, not visited) and
+    ``cases`` the number of local cases checked (unit cases plus logit checks). ``eps`` caps the
+    box radius (None: searched over `EPS_LADDER`); ``kernel`` as in `certify`.
+    """
+    t0 = time.perf_counter()
+    if not isinstance(machine, DyckKM):
+        raise CertificationError(f"structural certification is for DyckKM, got "
+                                 f"{type(machine).__name__}")
+    if net.machine != machine:
+        raise CertificationError(f"network compiled for {net.machine!r}, not {machine!r}")
+    if dtype is not None and dtype != net.dtype:
+        net = net.with_scale(dtype=dtype)
+    dtype = net.dtype
+    previous = iv.set_kernel_model(kernel)
+    try:
+        md = _model(machine, net)
+        W = {k: v.detach().double().cpu().numpy() for k, v in net.module.state_dict().items()}
+        bad = _check_encoding(md, net)
+        if bad is not None:
+            return Certificate(False, False, None, 0.0, str(net.scale),
+                               str(dtype).replace("torch.", ""), 0.0, 0.0, machine.num_configs,
+                               0, time.perf_counter() - t0, net.construction, repr(machine),
+                               bad, ("the layout's encoding disagrees with the decoder",), kernel)
+        rng = _Ranges(md)
+        cs = _build_cases(md, W, rng)
+        caps = (float(eps),) if eps is not None else EPS_LADDER
+        best: Certificate | None = None
+        for cap in caps:
+            cert = _certify(md, net, W, cs, rng, cap, dtype, t0)
+            if cert.ok and cert.all_lengths:
+                best = cert
+                break
+            if best is None or (cert.ok and (not best.ok or (cert.max_length or 0)
+                                             > (best.max_length or 0))):
+                best = cert
+    finally:
+        iv.set_kernel_model(previous)
+    assert best is not None
+    return replace(best, kernel=kernel, seconds=time.perf_counter() - t0)
+
+
+def _certify(md: _Model, net: CompiledNetwork, W: dict, cs: _Cases, rng: _Ranges, cap: float,
+             dtype: torch.dtype, t0: float) -> Certificate:
+    H = md.H
+    lstm = md.kind == "cell_stack"
+    S = 2 * H if lstm else H
+    u = iv.unit_roundoff(dtype)
+    notes = [
+        "agreement covers every string whose prefixes are all live (the machine's prefix language)",
+        (f"structural: {len(cs.unit):,} local unit cases (depth, last operation, symbol kind, "
+         "pinned slot bits) cover all configurations; see pdanet.verify.structural"),
+    ]
+
+    def result(ok, all_lengths, max_length, failing, sm, rm, cases, extra=()):
+        return Certificate(
+            ok=ok, all_lengths=all_lengths, max_length=max_length, eps=cap,
+            scale=str(net.scale), dtype=str(dtype).replace("torch.", ""),
+            state_margin=float(sm), readout_margin=float(rm), configs=md.machine.num_configs,
+            cases=cases, seconds=time.perf_counter() - t0, construction=net.construction,
+            machine=repr(md.machine), failing=failing, notes=tuple(notes) + tuple(extra))
+
+    def step_fail(j: int, ps: _Pass, R: np.ndarray, margin: float, rm: float, cases: int):
+        v, col = (j - H, 1) if j >= H else (j, 0)
+        mine = np.nonzero(cs.unit == v)[0]
+        excess = ps.dcase[mine, col] - R[j, cs.succ[mine]]
+        i = int(mine[np.argmax(excess)])
+        depth, last, push, pins, bx = cs.views[i]
+        jj = int(md.coord[v])
+        cfg = md.witness(depth, last, pins, jj)
+        if push:
+            sym = md.machine.opens[int(np.nonzero(md.phi[:, jj] == bx)[0][0])]
+        else:
+            top = md.top(depth)
+            t = int(np.nonzero(md.phi[:, jj] == pins[top])[0][0]) if top in pins else 0
+            sym = md.machine.closes[t]
+        tgt, r = float(cs.target[i, col]), float(R[j, cs.succ[i]])
+        fc = FailingCase("step", cfg, sym, j, md.label(j),
+                         (float(ps.lo[i, col]), float(ps.hi[i, col])), (tgt - r, tgt + r))
+        return result(False, False, None, fc, margin, rm, cases)
+
+    states = md.states()
+    s_init = states.index((0, NONE))
+    s0 = W["h0"] if not lstm else np.concatenate([W["h0"], W["c0"]])
+    E0 = _initial_centre(md)
+    dev0 = np.abs(s0 - E0)
+    floor = 1e-3 * cap
+    cells = np.zeros(S, dtype=bool)
+    if lstm:
+        cells[H:] = True
+    if (dev0 > cap).any():
+        j = int(np.argmax(dev0))
+        fc = FailingCase("initial", "DyckConfig(stack=())", None, j, md.label(j),
+                         (float(s0[j]), float(s0[j])), (E0[j] - cap, E0[j] + cap))
+        return result(False, False, None, fc, cap - float(dev0.max()), math.nan, 0)
+    # radii per unit and abstract state (depth, last): cells at the cap, others grown to a fixed
+    # point below `limit` (the cap; for LSTM h units, which move like a cell at φ = 0, then 2ε)
+    nc = ~cells
+    cases = len(cs.unit)
+    for limit in ((cap, HIDDEN_CAP * cap) if lstm else (cap,)):
+        R = np.full((S, len(states)), floor)
+        R[:, s_init] = np.maximum(dev0, floor)
+        R[cells] = cap
+        for _ in range(MAX_ROUNDS):
+            ps = _pass(md, W, cs, R, dtype)
+            grow = (ps.dev > R) & nc[:, None]
+            if not grow.any() or (ps.dev[nc] > limit).any():
+                break
+            R = np.where(grow, np.minimum(np.maximum(ps.dev * 1.5, R), limit), R)
+        if not ((ps.dev > R) & nc[:, None]).any():
+            break
+    if ((ps.dev > R) & nc[:, None]).any():
+        j = int(np.argmax(np.where(nc, (ps.dev - R).max(1), -np.inf)))
+        return step_fail(j, ps, R, float(np.min((R - ps.dev)[nc])), math.nan, cases)
+    fail, rslack, rcases = _readout(md, W, R, rng, dtype)
+    cases += rcases
+    if fail is not None:
+        return result(False, False, None, fail, float(np.min((R - ps.dev)[nc])), rslack, cases)
+    state_margin = float(np.min((R - ps.dev)[nc]))
+    if not (ps.dev[cells] > R[cells]).any():
+        return result(True, True, None, None, state_margin, rslack, cases)
+    # cells still moving: a cell's radius grows by ≤ D per step ((1+2u)ρ + D); holds while ≤ cap
+    D = float(ps.drift[cells].max())
+    rho0 = max(float(dev0[cells].max()), float(ps.settled[cells].max()))
+    if D == 0.0:
+        return result(True, True, None, None, state_margin, rslack, cases)
+    if D >= cap - rho0:
+        j = int(np.argmax(np.where(cells, ps.drift, -np.inf)))
+        return step_fail(j, ps, R, cap - D, rslack, cases)
+    lo_L, hi_L = 1, 10**15
+    while lo_L < hi_L:  # the largest L with (ρ0 + L·D)·(1+2u)^L ≤ cap
+        mid = (lo_L + hi_L + 1) // 2
+        if math.log(rho0 + mid * D) + mid * math.log1p(2 * u) <= math.log(cap):
+            lo_L = mid
+        else:
+            hi_L = mid - 1
+    note = (f"LSTM cells are not contracting where forget gates are saturated at 1: each step may "
+            f"move a cell by ≤ {D:.3g} in {str(dtype).replace('torch.', '')}, so the cap "
+            f"ε = {cap:g} holds for {lo_L:,} steps")
+    return result(True, False, lo_L, None, min(state_margin, cap - D), rslack, cases, (note,))
+
+
+__all__ = ["certify_structural"]
