@@ -12,7 +12,6 @@ import pytest
 import sympy as sp
 
 import pdanet as pn
-from pdanet import cli
 from pdanet.automata.dfa import DFA
 from pdanet.automata.io import save
 from pdanet.cli import main
@@ -187,39 +186,28 @@ def test_certify_weights_file(capsys, tmp_path):
     assert code == 1 and "--min-scale" in err
 
 
-def test_certify_too_many_configurations_without_structural(capsys, monkeypatch):
-    monkeypatch.setattr(cli, "_structural_certifier", lambda: None)
-    code, out, err = run(capsys, "certify", "dyck", "--k", "40", "--m", "2", "--target", "lstm",
-                         "--method", "compact", "--max-configs", "100")
+def test_certify_too_many_configurations_is_an_error(capsys):
+    code, out, err = run(capsys, "certify", "modular_counter", "--param", "modulus=9",
+                         "--target", "elman", "--max-configs", "3")
     assert code == 1 and out == ""
-    assert "1,641" in err and "structural" in err  # Σ_{i≤2} 40^i configurations
+    assert "more than 3" in err
 
 
-def test_certify_dispatches_to_structural(capsys, monkeypatch):
-    calls = []
-
-    def fake(machine, net, kernel="ulp"):
-        calls.append((machine, net.construction, kernel))
-        return pn.certify(pn.tasks.dyck(k=2, m=2), pn.compile(pn.tasks.dyck(k=2, m=2), "elman"))
-
-    monkeypatch.setattr(cli, "_structural_certifier", lambda: fake)
-    code, out, _ = run(capsys, "certify", "dyck", "--k", "40", "--m", "2", "--target", "lstm",
-                       "--method", "compact", "--max-configs", "100", "--kernel", "monotone",
-                       "--json")
-    assert code == 0 and json.loads(out)["certifier"] == "structural"
-    assert calls == [(pn.tasks.dyck(k=40, m=2), "lstm/compact", "monotone")]
-    calls.clear()  # small machines stay enumerative
+def test_certify_dispatches_to_structural(capsys):
+    code, out, _ = run(capsys, "certify", "dyck", "--k", "40", "--m", "2", "--target", "elman",
+                       "--method", "compact", "--max-configs", "100", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["certifier"] == "structural" and data["all_lengths"] is True
     code, out, _ = run(capsys, "certify", "dyck", "--k", "2", "--m", "2", "--json")
-    assert json.loads(out)["certifier"] == "enumerative" and calls == []
+    assert json.loads(out)["certifier"] == "enumerative"
 
 
 def test_certify_huge_dyck_uses_the_structural_module(capsys):
-    if cli._structural_certifier() is None:
-        pytest.skip("pdanet.verify.structural is not available")
-    code, out, _ = run(capsys, "certify", "dyck", "--k", "1000", "--m", "2", "--target", "elman",
-                       "--method", "compact", "--json")
+    code, out, _ = run(capsys, "certify", "dyck", "--k", "100000", "--m", "3", "--target",
+                       "lstm", "--method", "compact", "--json")
     d = json.loads(out)
-    assert d["certifier"] == "structural" and code == (0 if d["ok"] else 1)
+    assert d["certifier"] == "structural" and code == 0 and d["ok"] is True
+    assert d["max_length"] >= 100
 
 
 # --- bounds -------------------------------------------------------------------------------------
