@@ -150,30 +150,37 @@ class DyckKM(Machine):
         ids, lengths = self.check_ids(ids, lengths)
         B, T = ids.shape
         k, m = self.k, self.m
+        # time-major buffers (each step writes one contiguous block), returned as (B, T+1, …) views
+        stacks = np.empty((T + 1, B, m), dtype=np.int64)
+        depths = np.empty((T + 1, B), dtype=np.int64)
+        alives = np.empty((T + 1, B), dtype=bool)
+        tops = np.empty((T + 1, B), dtype=np.int64)
         stack = np.full((B, m), -1, dtype=np.int64)
+        flat = stack.reshape(-1)
         depth = np.zeros(B, dtype=np.int64)
         alive = np.ones(B, dtype=bool)
-        stacks = np.empty((B, T + 1, m), dtype=np.int64)
-        depths = np.empty((B, T + 1), dtype=np.int64)
-        alives = np.empty((B, T + 1), dtype=bool)
-        tops = np.empty((B, T + 1), dtype=np.int64)
-        stacks[:, 0], depths[:, 0], alives[:, 0], tops[:, 0] = stack, depth, alive, -1
-        rows = np.arange(B)
+        top = np.full(B, -1, dtype=np.int64)
+        stacks[0], depths[0], alives[0], tops[0] = stack, depth, alive, top
+        base = np.arange(B) * m
+        ids_t = np.ascontiguousarray(ids.T)
+        active_len = np.arange(T)[:, None] < lengths[None, :]
         for t in range(T):              # a row past its length is never active: its fields hold
-            s = ids[:, t]
-            act = (t < lengths) & alive
+            s = ids_t[t]
+            act = active_len[t] & alive
             is_open = s < k
-            top = stack[rows, np.maximum(depth - 1, 0)]
             ok_open = is_open & (depth < m)
-            ok_close = ~is_open & (depth > 0) & (top == s - k)
+            ok_close = ~is_open & (top == s - k)          # top is -1 on an empty stack
             alive = np.where(act, ok_open | ok_close, alive)
             do_push = act & ok_open
             do_pop = act & ok_close
-            stack[rows[do_push], depth[do_push]] = s[do_push]
-            stack[rows[do_pop], depth[do_pop] - 1] = -1
+            pos = base + np.where(do_push, np.minimum(depth, m - 1), np.maximum(depth - 1, 0))
+            flat[pos] = np.where(do_push, s, np.where(do_pop, -1, flat[pos]))
             depth = depth + do_push - do_pop
-            stacks[:, t + 1], depths[:, t + 1], alives[:, t + 1] = stack, depth, alive
-            tops[:, t + 1] = np.where(depth > 0, stack[rows, np.maximum(depth - 1, 0)], -1)
+            below = base + np.maximum(depth - 1, 0)
+            top = np.where(depth > 0, flat[below], -1)
+            stacks[t + 1], depths[t + 1], alives[t + 1], tops[t + 1] = stack, depth, alive, top
+        stacks = stacks.transpose(1, 0, 2)
+        depths, alives, tops = depths.T, alives.T, tops.T
         fields: dict[str, Any] = {
             "stack": stacks,
             "depth": depths,
