@@ -132,11 +132,15 @@ def test_bounds_and_scale_arguments():
     dfa = random_dfa(np.random.default_rng(1), 12, 5, "accept")
     n, k = 12, 5
     minsky = compile_(dfa, "elman", "minsky")
-    assert minsky.bound == sp.Symbol("Q") * sp.Symbol("S") + 1
-    assert minsky.hidden_units == n * k + 1
+    start_entered = bool((dfa.table == dfa.state_index(dfa.start)).any())
+    extra = 0 if start_entered else 1
+    assert minsky.bound == sp.Symbol("Q") * sp.Symbol("S") + extra
+    assert minsky.hidden_units == n * k + extra
     pruned = compile_(dfa, "elman", "minsky", reachable_only=True)
     reach = int(dfa_rnn.reachable_states(dfa).sum())
-    assert pruned.hidden_units == pruned.bound_value == reach * k + 1
+    assert pruned.hidden_units == pruned.bound_value == reach * k + extra
+    mealy = random_dfa(np.random.default_rng(1), 12, 5, "mealy")
+    assert compile_(mealy, "lstm", "minsky").hidden_units == n * k + 1  # the initial output
     so = compile_(dfa, "second_order", "omlin_giles")
     assert so.hidden_units == n and so.bound == sp.Symbol("Q")
     for net in (minsky, pruned, so, compile_(dfa, "lstm", "minsky")):

@@ -3,11 +3,12 @@
 Four constructions, all real-time except ``compressed`` (two network steps per symbol):
 
 - ``elman/minsky`` (default for "elman"): Minsky (1967, ch. 3) — one tanh unit per pair
-  (state p, symbol a), on exactly when the last step read a in state p, plus a start unit.
-  Units: ``Q*S + 1``.
+  (state p, symbol a), on exactly when the last step read a in state p (plus a start unit only
+  when no pair enters the start state or the machine is a Mealy transducer).
+  Units: ``Q*S`` (``Q*S + 1`` with a start unit).
 - ``lstm/minsky`` (default for "lstm"): the same pairs, but the conjunction "in state p and
   reading a" is a *product* of gates: the input gate opens on the symbol, the output gate on the
-  state. Units: ``Q*S + 1``.
+  state. Units: as for ``elman/minsky``.
 - ``second_order/omlin_giles`` (default): Omlin & Giles (1996), ``h_t = σ(β(W[x_t] h_{t-1} + b))``
   with one unit per state (Mealy machines: one per reachable (state, last output) pair).
   Units: ``Q`` (Mealy: ``M ≤ Q*(O+1)``).
@@ -160,13 +161,20 @@ def _scale(value: Any) -> sp.Rational:
 
 @dataclass(frozen=True)
 class PairUnits:
-    """Unit 0 = start; unit 1 + i = pair (src[i], sym[i]). tau = state entered (-1 dead),
-    out = output emitted (-1 none), src = state read in (-1 for the start unit)."""
+    """One unit per pair (src, sym); tau = state entered (-1 dead), out = output emitted (-1
+    none). ``initial`` is the unit that is on in h0: a pair entering the start state when one
+    exists and the machine's initial output does not depend on the last transition (recogniser,
+    generator), so no extra unit is needed; otherwise an extra start unit (src = sym = -1)."""
 
     src: np.ndarray
     sym: np.ndarray
     tau: np.ndarray
     out: np.ndarray
+    initial: int
+
+    @property
+    def has_start_unit(self) -> bool:
+        return bool(self.src[self.initial] < 0)
 
     @property
     def size(self) -> int:
@@ -180,19 +188,26 @@ def pair_units(dfa: DFA, reachable_only: bool) -> PairUnits:
         keep = reachable_states(dfa)[p]
         p, a = p[keep], a[keep]
     start = dfa.state_index(dfa.start)
-    tau = np.concatenate([[start], dfa.table[p, a]])
+    tau = dfa.table[p, a]
+    entering = np.nonzero(tau == start)[0]
+    if dfa.output_kind != "symbol" and entering.size:
+        out = np.full(tau.shape, -1, dtype=np.int64)
+        return PairUnits(p, a, tau, out, int(entering[0]))
+    tau = np.concatenate([[start], tau])
     out = np.full(tau.shape, -1, dtype=np.int64)
     if dfa.out_table is not None:
         out[1:] = dfa.out_table[p, a]
-    return PairUnits(np.concatenate([[-1], p]), np.concatenate([[-1], a]), tau, out)
+    return PairUnits(np.concatenate([[-1], p]), np.concatenate([[-1], a]), tau, out, 0)
 
 
 def _pair_bound(dfa: DFA, units: PairUnits, reachable_only: bool):
+    """Q·S (or P pairs of reachable states), plus 1 when a separate start unit is needed."""
     n, k = dfa.table.shape
+    extra = 1 if units.has_start_unit else 0
     if reachable_only:
         P = sp.Symbol("P")
-        return P + 1, {"P": units.size - 1, "Q": n, "S": k}
-    return Q * S + 1, {"Q": n, "S": k}
+        return P + extra, {"P": units.size - extra, "Q": n, "S": k}
+    return Q * S + extra, {"Q": n, "S": k}
 
 
 def _in_matrix(units: PairUnits) -> np.ndarray:
@@ -209,7 +224,8 @@ def compile_minsky(machine: DFA, dtype: torch.dtype = torch.float32, scale: Any 
     Unit (p, a) (Minsky 1967, §3.5: one McCulloch–Pitts cell per state × input) has pre-activation
     ``β(Σ_{v: τ(v)=p} h_v + |In(p)| - 3 + 2[x=a])``; with h ∈ {±1} and at most one unit on, this is
     ``β(2[state=p] + 2[x=a] - 3) ∈ β·{1, -1, -3}`` (the σ(z) = (1 + tanh(z/2))/2 image of the
-    threshold cell [state=p ∧ x=a]). The start unit is on only in ``h0``. With
+    threshold cell [state=p ∧ x=a]). In ``h0`` a pair entering the start state is on (or the
+    start unit, when one is needed; see `PairUnits`). With
     ``reachable_only`` the pairs of unreachable states are dropped (bound ``P + 1``).
     """
     dfa = _check(machine, "elman")
@@ -231,7 +247,7 @@ def compile_minsky(machine: DFA, dtype: torch.dtype = torch.float32, scale: Any 
     beta_min = sp.log(4 * L - 1)
     beta = _scale(scale) if scale is not None else sp.ceiling(beta_min)
     h0 = -np.ones(N, dtype=np.int64)
-    h0[0] = 1
+    h0[units.initial] = 1
     O = num_outputs(dfa)
     weights = {
         "h0": ExactWeight(h0, 1, scaled=False),
@@ -258,7 +274,7 @@ def compile_minsky(machine: DFA, dtype: torch.dtype = torch.float32, scale: Any 
         decoder=ArgmaxDecoder(units.tau, 0.0), reader=OutputReader(dfa.output_kind),
         margin=sp.Rational(1, 2), scale_argument=argument,
         unit_labels=_pair_labels(dfa, units),
-        info={"reachable_pairs": int(reachable_states(dfa).sum()) * k, "minsky_bound": n * k + 1,
+        info={"reachable_pairs": int(reachable_states(dfa).sum()) * k, "minsky_bound": n * k,
               "L": L, "beta_min": beta_min},
     )
 
@@ -267,9 +283,8 @@ def _pair_labels(dfa: DFA, units: PairUnits) -> tuple[str, ...]:
     if units.size > 10_000:
         return ()
     syms, states = dfa.alphabet.symbols, dfa.states
-    return ("start",) + tuple(
-        f"({states[p]!r},{syms[a]!r})" for p, a in zip(units.src[1:], units.sym[1:])
-    )
+    return tuple("start" if p < 0 else f"({states[p]!r},{syms[a]!r})"
+                 for p, a in zip(units.src, units.sym))
 
 
 @register(DFA, "lstm", "minsky", default=True)
@@ -309,7 +324,7 @@ def compile_lstm(machine: DFA, dtype: torch.dtype = torch.float32, scale: Any = 
     beta_min = 4 * sp.log(48 * L - 1)
     beta = _scale(scale) if scale is not None else sp.ceiling(beta_min)
     h0 = np.zeros(N, dtype=object)
-    h0[0] = sp.Rational(3, 4)
+    h0[units.initial] = sp.Rational(3, 4)
     O = num_outputs(dfa)
     weights = {
         "c0": ExactWeight(np.zeros(N, dtype=np.int64), 1, scaled=False),
@@ -336,7 +351,7 @@ def compile_lstm(machine: DFA, dtype: torch.dtype = torch.float32, scale: Any = 
         decoder=ArgmaxDecoder(units.tau, 3 / 8), reader=OutputReader(dfa.output_kind),
         margin=sp.Rational(1, 4), scale_argument=argument,
         unit_labels=_pair_labels(dfa, units),
-        info={"minsky_bound": n * k + 1, "L": L, "beta_min": beta_min},
+        info={"minsky_bound": n * k, "L": L, "beta_min": beta_min},
     )
 
 
