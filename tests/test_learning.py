@@ -309,3 +309,31 @@ def test_experiment_compiled_init_without_noise_stays_perfect():
     assert exact["test_accuracy"] == 1.0 and exact["test_sequence_accuracy"] == 1.0
     assert exact["test_bracket_accuracy"] == 1.0
     assert by[("compiled", 0.5)]["test_accuracy_before"] < 1.0
+
+
+# --- trained models checked against the machine ------------------------------------------------
+
+@pytest.mark.parametrize("target", ["elman", "lstm"])
+def test_initialised_learner_verifies_and_a_damaged_one_reports_where(target):
+    from pdanet.learning import LearnerRNN, as_network, initialize
+
+    d = pn.tasks.dyck(2, 3)
+    net = pn.compile(d, target=target, method="compact")
+    model = LearnerRNN.like(net, hidden_size=net.hidden_units + 4)
+    initialize(model, net, seed=0)
+    report = pn.verify(d, as_network(model, net), max_length=8, samples=200, long_length=200)
+    assert report.ok, str(report)
+    with torch.no_grad():  # "training" that breaks one compiled unit
+        model.rnn.bias_hh_l0[0] += 50.0
+    report = pn.verify(d, as_network(model, net), max_length=8, samples=0, long_length=0)
+    assert not report.ok
+    cex = report.counterexample
+    # the reported step is the first one where the machine and the damaged model disagree
+    ids, _ = d.encode([cex.string])
+    states, logits = as_network(model, net).forward(ids)
+    got = as_network(model, net).decode(states)
+    trace = d.run_batch(ids)
+    assert cex.field in ("stack", "depth", "output")
+    field_got = got[cex.field] if cex.field in got else as_network(model, net).readout(logits)
+    assert (field_got[0, cex.step] != trace[cex.field][0, cex.step]).any()
+    assert all((field_got[0, t] == trace[cex.field][0, t]).all() for t in range(cex.step))
