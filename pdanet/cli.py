@@ -556,7 +556,7 @@ def _certify(args: argparse.Namespace, out: TextIO) -> int:
 
 
 BOUNDS_COLUMNS = ("k", "m", "construction", "formula", "bound", "hidden_units", "matches",
-                  "floor", "ratio", "scale", "note")
+                  "floor", "ratio", "scale", "min_scale", "note")
 
 
 def _bounds_args(p: argparse.ArgumentParser) -> None:
@@ -571,12 +571,16 @@ def _bounds_args(p: argparse.ArgumentParser) -> None:
                    help="do not build a network whose bound exceeds this many units (its row "
                         "keeps the formula and bound; default 20000)")
     p.add_argument("--plot", metavar="FILE", help="also draw hidden units against k (.png, .svg)")
+    p.add_argument("--min-scale", action="store_true",
+                   help="add the smallest certified β of each construction (slower; compare with "
+                        "the construction's β and the blanket 10^4 of the original code)")
     _progress_flag(p)
     add_json_flag(p)
 
 
 def bounds_rows(ks: Sequence[int], ms: Sequence[int], targets: Sequence[str],
-                methods: Sequence[str], max_units: int, progress: bool = False) -> list[Any]:
+                methods: Sequence[str], max_units: int, progress: bool = False,
+                min_scale: bool = False) -> list[Any]:
     """`pdanet.verify.bounds.table` rows for Dyck-(k, m), one construction at a time; a
     construction whose bound exceeds `max_units` is not built (its row says so)."""
     import sympy as sp
@@ -608,7 +612,8 @@ def bounds_rows(ks: Sequence[int], ms: Sequence[int], targets: Sequence[str],
                     if bar is not None:
                         bar.update()
                     continue
-            rows.extend(table(k=[k], m=[m], targets=[target], methods=[method]))
+            rows.extend(table(k=[k], m=[m], targets=[target], methods=[method],
+                              min_scale=min_scale))
             if bar is not None:
                 bar.update()
     finally:
@@ -625,7 +630,7 @@ def _bounds(args: argparse.Namespace, out: TextIO) -> int:
     from pdanet.verify.bounds import format_table
 
     rows = bounds_rows(args.k, args.m, args.targets, args.methods, args.max_units,
-                       _progress(args))
+                       _progress(args), args.min_scale)
     if args.plot:
         from pdanet.plot import bounds_plot
 

@@ -126,3 +126,11 @@ def test_dfa_table(registry):
     assert rows[0].machine == "parity" and rows[0].states == 2 and rows[0].symbols == 2
     assert rows[1].hidden_units is None and "not available" in rows[1].note
     assert "parity" in format_table(rows)
+
+
+def test_min_scale_column_is_a_certified_scale_at_most_the_constructions():
+    from pdanet.verify.bounds import HEWITT_BLANKET_SCALE, table
+
+    (row,) = table(k=[2], m=[2], targets=["elman"], methods=["compact"], min_scale=True)
+    assert row.min_scale is not None
+    assert 0 < float(row.min_scale) <= float(row.scale) < HEWITT_BLANKET_SCALE

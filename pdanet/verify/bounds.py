@@ -40,10 +40,15 @@ class BoundRow:
     floor: int | None = None
     ratio: float | None = None
     scale: str | None = None
+    min_scale: str | None = None
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+#: the saturation scale used for every weight in the original code of Hewitt et al. (2020)
+HEWITT_BLANKET_SCALE = 10_000
 
 
 @dataclass(frozen=True)
@@ -84,11 +89,17 @@ def table(
     targets: Iterable[str] = ("elman", "lstm"),
     methods: Iterable[str] = ("hewitt", "onehot", "compact"),
     machine_factory: Callable[[int, int], Any] | None = None,
+    min_scale: bool = False,
     **options,
 ) -> list[BoundRow]:
     """Compile every Dyck-(k, m) construction for every k, m, target and method, and tabulate
     units against bounds (see the module docstring). ``machine_factory(k, m)`` defaults to
-    `pdanet.automata.dyck`; ``options`` are passed to `pdanet.compile`."""
+    `pdanet.automata.dyck`; ``options`` are passed to `pdanet.compile`.
+
+    With ``min_scale`` each row also gets the smallest β that certifies (`certify.min_scale`,
+    float32; every length for Elman networks, ≥ 10⁶ steps under the monotone kernel model for
+    LSTMs), to compare with the construction's own β and the blanket β = 10⁴
+    (`HEWITT_BLANKET_SCALE`) of the original code of Hewitt et al."""
     if machine_factory is None:
         from pdanet.automata import dyck as machine_factory
     targets, methods = tuple(targets), tuple(methods)
@@ -107,6 +118,7 @@ def table(
                                              note=f"not available: {exc}"))
                         continue
                     units = int(net.hidden_units)
+                    least, note = _least_scale(machine, net) if min_scale else (None, "")
                     rows.append(BoundRow(
                         kk, mm, target, method, name,
                         formula=str(net.bound),
@@ -116,9 +128,22 @@ def table(
                         floor=floor,
                         ratio=units / floor if floor else None,
                         scale=str(net.scale),
-                        note=_mismatch_note(net),
+                        min_scale=least,
+                        note=_mismatch_note(net) or note,
                     ))
     return rows
+
+
+def _least_scale(machine, net) -> tuple[str | None, str]:
+    from pdanet.errors import CertificationError
+    from pdanet.verify.certificate import min_scale
+
+    kernel = "monotone" if net.target == "lstm" else "ulp"
+    try:
+        beta, _ = min_scale(machine, net, kernel=kernel)
+    except CertificationError as exc:
+        return None, f"min β not found: {exc}"
+    return f"{float(beta):.4g}", ""
 
 
 def dfa_table(machines: Iterable[Any], targets: Iterable[str] = ("elman", "lstm"),
@@ -184,6 +209,7 @@ def format_table(rows: Sequence[Any], columns: Sequence[str] | None = None,
 
 
 __all__ = [
+    "HEWITT_BLANKET_SCALE",
     "BoundRow",
     "DFABoundRow",
     "dfa_table",

@@ -423,7 +423,10 @@ def min_scale(machine: Machine, construction: CompiledNetwork | str | tuple[str,
     net = net.with_scale(dtype=dtype)
 
     def good(beta) -> Certificate | None:
-        cert = certify(machine, net.with_scale(beta), kernel=kernel, **options)
+        try:
+            cert = certify(machine, net.with_scale(beta), kernel=kernel, **options)
+        except CertificationError:  # e.g. too weakly saturated to have few centres
+            return None
         ok = cert.ok and (cert.all_lengths or (cert.max_length or 0) >= min_length)
         return cert if ok else None
 
