@@ -221,7 +221,7 @@ def test_bounds_table(capsys):
     net = pn.compile(pn.tasks.dyck(k=4, m=3), target="lstm", method="compact")
     pattern = (rf"^4\s+3\s+lstm/compact\s+{re.escape(str(net.bound))}\s+{net.bound_value}\s+"
                rf"{net.hidden_units}\s+yes\s+{information_floor(4, 3)}\s+"
-               rf"{net.hidden_units / information_floor(4, 3):.2f}\s+{net.scale}$")
+               rf"{net.hidden_units / information_floor(4, 3):.2f}\s+{net.scale}\s+—$")
     assert re.search(pattern, out, re.MULTILINE)
 
 
@@ -242,7 +242,7 @@ def test_bounds_json_max_units_and_plot(capsys, tmp_path):
 def test_bounds_mismatch_exits_1(capsys, monkeypatch):
     B = importlib.import_module("pdanet.verify.bounds")
 
-    def table(k, m, targets, methods):
+    def table(k, m, targets, methods, **options):
         return [BoundRow(k[0], m[0], targets[0], methods[0], "x/y", formula="k", bound=2,
                          hidden_units=3, matches=False, floor=1)]
 
