@@ -1,7 +1,7 @@
 """Run the acceptance checks of the constructions at the sizes their issues state, and print a
 table (construction, machine, strings and steps checked, seconds, verdict).
 
-    python benchmarks/acceptance.py [dyck] [dfa]
+    python benchmarks/acceptance.py [dyck] [dfa] [stacks]
 
 The test suite runs the same checks at reduced sizes (tests/test_acceptance.py); this script is
 the full-size run, minutes rather than seconds on 2 cores.
@@ -81,13 +81,25 @@ def dfa() -> bool:
     return ok
 
 
+def stacks() -> bool:
+    """Issue: DPDAs/PDTs into neural-stack controllers — every task × memory, exhaustive to
+    length 10 and 1,000 strings of length 2,000 (the slow test at full size)."""
+    import os
+    import subprocess
+
+    env = dict(os.environ, PDANET_FULL="1")
+    cmd = [sys.executable, "-m", "pytest", "-q", "-m", "slow", "-k", "full_sizes",
+           "--durations=0", "tests/test_controllers.py"]
+    return subprocess.call(cmd, env=env) == 0
+
+
 def main(argv: list[str]) -> int:
     torch.set_num_threads(2)
-    chosen = argv or ["dyck", "dfa"]
+    chosen = argv or ["dyck", "dfa", "stacks"]
     ok = True
     for part in chosen:
         print(f"== {part} ==", flush=True)
-        ok &= {"dyck": dyck, "dfa": dfa}[part]()
+        ok &= {"dyck": dyck, "dfa": dfa, "stacks": stacks}[part]()
     print("ALL OK" if ok else "SOME CHECKS FAILED")
     return 0 if ok else 1
 

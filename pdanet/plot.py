@@ -138,6 +138,25 @@ def trace_heatmap(net: Any, string: Any, gates: bool = True, max_units: int = 40
 # --- stacks ------------------------------------------------------------------------------------
 
 
+def _network_actions(net: Any, string: Any):
+    """(actions, memory, symbols) of a compiled stack RNN (target "stack_rnn", Grefenstette stack
+    or queue) run on one string: the push/pop strengths and pushed vectors its controller emits."""
+    from pdanet.constructions.stacks import NeuralQueue, NeuralStack, StackActions
+
+    module = net.module
+    if not hasattr(module, "trace_actions") or getattr(module, "memory", None) != "grefenstette" \
+            or module.store not in ("stack", "queue"):
+        raise InputError(f"stack_trace draws a stack_rnn network with a Grefenstette stack or "
+                         f"queue; got {getattr(net, 'construction', type(net).__name__)}")
+    if string is None:
+        raise InputError("stack_trace(net, string): give the string to run")
+    symbols = list(net.machine.alphabet.split(string))
+    ids, _ = net.encode([tuple(symbols)])
+    act, value = module.trace_actions(ids)
+    memory = NeuralQueue() if module.store == "queue" else NeuralStack()
+    return StackActions(act[..., 0], act[..., 1], value), memory, symbols
+
+
 @torch.no_grad()
 def stack_trace(actions: Any, stack: Any = None, symbols: Sequence[Any] | None = None,
                 batch: int = 0):
@@ -145,9 +164,14 @@ def stack_trace(actions: Any, stack: Any = None, symbols: Sequence[Any] | None =
     stored cell and the readings r_t over time, for one batch row of `actions` (a
     `StackActions` with a time axis: push, pop (B, T), value (B, T, m)) run through `stack`
     (default: Grefenstette's `NeuralStack`; a `NeuralQueue` works too). ``symbols`` label the
-    time steps. Returns the Figure."""
+    time steps. Returns the Figure.
+
+    ``stack_trace(net, string)``: for a compiled stack RNN (target "stack_rnn" with a Grefenstette
+    stack or queue), the actions its controller emits on `string`, labelled by its symbols."""
     from pdanet.constructions.stacks import NeuralStack, StackActions
 
+    if hasattr(actions, "module") and hasattr(actions, "machine"):
+        actions, stack, symbols = _network_actions(actions, stack)
     stack = NeuralStack() if stack is None else stack
     if not isinstance(actions, StackActions):
         try:

@@ -261,9 +261,74 @@ def reversal_sampler(n: int, lengths, rng=None, alphabet: Any = "ab", blank: str
     return out
 
 
-_register(Task("reversal", reversal_machine, reversal_sampler, reversal_reference,
-               "Hao et al. (2018), §3 and §4.1 (Fig. 3)",
-               "String reversal w #^|w| -> #^|w| w^R as a real-time DPDT.", "transduce"))
+def reversal_eps_machine(alphabet: Any = "ab", marker: str = BLANK, name: str = "reversal_eps"):
+    """Hao et al. (2018) §2.3: string reversal without #-padding, w # -> w^R, as a DPDT with
+    ε-moves. While reading w it pushes each symbol and emits nothing; on the end marker it follows
+    ε-moves that pop the stack and emit each popped symbol, then (on ⊥) an ε-move to the accepting
+    state ``done``. So the step that reads the marker emits all of w^R (output kind "string");
+    the domain is exactly the strings w #."""
+    from pdanet.automata.pdt import DPDT
+
+    syms = _check_alphabet(alphabet, (marker,))
+    t: dict = {}
+    for s in syms + (BOTTOM,):
+        for x in syms:
+            t[("read", x, s)] = ("read", EPSILON, (x, s))
+        t[("read", marker, s)] = ("emit", EPSILON, (s,))
+    for x in syms:
+        t[("emit", EPSILON, x)] = ("emit", x, ())
+    t[("emit", EPSILON, BOTTOM)] = ("done", EPSILON, (BOTTOM,))
+    return DPDT(("read", "emit", "done"), syms + (marker,), syms, syms, t, "read",
+                accepting=("done",), name=name)
+
+
+def reversal_eps_reference(string: Sequence, alphabet: Any = "ab", marker: str = BLANK):
+    """Per-step outputs of w # -> w^R: () for each symbol of w, then w^R; None off the domain."""
+    syms = set(_check_alphabet(alphabet, (marker,)))
+    s = tuple(string)
+    if not s or s[-1] != marker or any(x not in syms for x in s[:-1]):
+        return None
+    return ((),) * (len(s) - 1) + (tuple(reversed(s[:-1])),)
+
+
+def reversal_eps_sampler(n: int, lengths, rng=None, alphabet: Any = "ab", marker: str = BLANK):
+    """Strings w # with w uniform over the alphabet (total lengths ≥ 1)."""
+    rng = _check_rng(rng)
+    syms = _check_alphabet(alphabet, (marker,))
+    out = []
+    for L in _lengths(n, lengths, rng):
+        if L < 1:
+            raise InputError("strings w # have length ≥ 1")
+        out.append(tuple(syms[i] for i in rng.integers(0, len(syms), size=L - 1)) + (marker,))
+    return out
+
+
+def _reversal_task_machine(alphabet: Any = "ab", blank: str = BLANK, epsilon: bool = False):
+    """``epsilon=True``: the unpadded w # -> w^R with ε-moves (`reversal_eps_machine`, `blank`
+    is its end marker); else the real-time padded DPDT (`reversal_machine`)."""
+    if epsilon:
+        return reversal_eps_machine(alphabet, blank)
+    return reversal_machine(alphabet, blank)
+
+
+def _reversal_task_sampler(n: int, lengths, rng=None, alphabet: Any = "ab", blank: str = BLANK,
+                           epsilon: bool = False):
+    if epsilon:
+        return reversal_eps_sampler(n, lengths, rng, alphabet, blank)
+    return reversal_sampler(n, lengths, rng, alphabet, blank)
+
+
+def _reversal_task_reference(string: Sequence, alphabet: Any = "ab", blank: str = BLANK,
+                             epsilon: bool = False):
+    if epsilon:
+        return reversal_eps_reference(string, alphabet, blank)
+    return reversal_reference(string, alphabet, blank)
+
+
+_register(Task("reversal", _reversal_task_machine, _reversal_task_sampler,
+               _reversal_task_reference, "Hao et al. (2018), §3 and §4.1 (Fig. 3); §2.3",
+               "String reversal w #^|w| -> #^|w| w^R as a real-time DPDT; with epsilon=True "
+               "the unpadded w # -> w^R with ε-moves (for the buffered model).", "transduce"))
 
 
 def cumulative_xor_machine() -> DFA:
@@ -898,10 +963,21 @@ def hardest_cfl_reference(string: Sequence) -> bool:
     return () in stacks
 
 
-_register(Task("hardest_cfl", hardest_cfl_machine,
+def _hardest_cfl_factory(realtime: bool = False):
+    """The grammar's PDA (ε-moves), or with ``realtime=True`` the real-time weighted PDA of
+    `pdanet.automata.weighted.hardest_cfl_realtime` (one symbol per step, as the NS-RNN)."""
+    if realtime:
+        from pdanet.automata.weighted import hardest_cfl_realtime
+        return hardest_cfl_realtime()
+    return hardest_cfl_machine()
+
+
+_register(Task("hardest_cfl", _hardest_cfl_factory,
                lambda n, lengths, rng=None: _grammar_sampler(hardest_cfl_grammar(), n, lengths, rng),
                hardest_cfl_reference, "DuSell & Chiang (2021), §4; Greibach (1973)",
-               "Greibach's hardest context-free language (PCFG; recognised by a PDA).",
+               "Greibach's hardest context-free language (PCFG; recognised by a PDA; "
+               "realtime=True: a real-time weighted PDA whose runs are the ways to choose each "
+               "block's y, for the NS-RNN).",
                "recognise", hardest_cfl_grammar))
 
 
@@ -914,11 +990,17 @@ _register(Task("string_reversal", reversal_machine, reversal_sampler, reversal_r
 # ================================================================================================
 # Grefenstette et al. (2015) §4.1
 # ================================================================================================
-def sequence_copy_machine(vocab_size: int = 128, max_length: int | None = None):
+def sequence_copy_machine(vocab_size: int = 128, max_length: int | None = None,
+                          store: str | None = None):
     """Grefenstette et al. (2015) §4.1 "Sequence Copying", in delayed-output form:
-    w #^|w| -> #^|w| w. Copying needs a queue, which no pushdown machine has, so the machine is
-    None unless `max_length` bounds |w|: then a Mealy DFA whose states hold the queue
-    (Σ_{i ≤ max_length} |V|^i states — small vocabularies only)."""
+    w #^|w| -> #^|w| w. Copying needs a queue, which no pushdown machine has: with ``store``
+    ("queue" or "deque") the machine is the store transducer `pdanet.automata.store.sequence_copy`;
+    otherwise it is None unless `max_length` bounds |w|: then a Mealy DFA whose states hold the
+    queue (Σ_{i ≤ max_length} |V|^i states — small vocabularies only)."""
+    if store is not None:
+        from pdanet.automata import store as _store
+
+        return _store.sequence_copy(int(vocab_size), store)
     if max_length is None:
         return None
     vocab = _vocab(vocab_size)
@@ -960,41 +1042,56 @@ def _delayed_reference(string: Sequence, vocab_size: int, f: Callable[[tuple], t
     return (BLANK,) * h + f(w)
 
 
-def sequence_copy_reference(string: Sequence, vocab_size: int = 128, max_length: int | None = None):
+def sequence_copy_reference(string: Sequence, vocab_size: int = 128, max_length: int | None = None,
+                            store: str | None = None):
     if max_length is not None and len(tuple(string)) > 2 * max_length:
         return None
     return _delayed_reference(string, vocab_size, lambda w: w)
 
 
-def _delayed_sampler(n, lengths, rng=None, vocab_size: int = 128, max_length: int | None = None):
+def _delayed_sampler(n, lengths, rng=None, vocab_size: int = 128, max_length: int | None = None,
+                     store: str | None = None):
     """w #^|w| with w uniform over the vocabulary (lengths are total lengths, even)."""
     return reversal_sampler(n, lengths, rng, alphabet=_vocab(vocab_size))
 
 
 _register(Task("sequence_copy", sequence_copy_machine, _delayed_sampler, sequence_copy_reference,
                "Grefenstette et al. (2015), §4.1",
-               "w #^|w| -> #^|w| w. Needs a queue: machine None unless max_length is given "
-               "(then a bounded Mealy DFA).", "transduce"))
+               "w #^|w| -> #^|w| w. Needs a queue: store='queue'/'deque' gives the store "
+               "transducer; else None unless max_length is given (then a bounded Mealy DFA).",
+               "transduce"))
 
 
-def sequence_reversal_machine(vocab_size: int = 128):
+def sequence_reversal_machine(vocab_size: int = 128, store: str | None = None):
     """Grefenstette et al. (2015) §4.1 "Sequence Reversal", in delayed-output form
-    w #^|w| -> #^|w| w^R: the reversal DPDT over the vocabulary s0 … s{V-1}."""
+    w #^|w| -> #^|w| w^R: the reversal DPDT over the vocabulary s0 … s{V-1}; with ``store``
+    ("stack" or "deque") the store transducer `pdanet.automata.store.sequence_reversal`."""
+    if store is not None:
+        from pdanet.automata import store as _store
+
+        return _store.sequence_reversal(int(vocab_size), store)
     return reversal_machine(_vocab(vocab_size), name="sequence_reversal")
 
 
 _register(Task("sequence_reversal", sequence_reversal_machine, _delayed_sampler,
-               lambda s, vocab_size=128: _delayed_reference(s, vocab_size,
-                                                            lambda w: tuple(reversed(w))),
+               lambda s, vocab_size=128, store=None: _delayed_reference(
+                   s, vocab_size, lambda w: tuple(reversed(w))),
                "Grefenstette et al. (2015), §4.1",
                "w #^|w| -> #^|w| w^R over a vocabulary of V symbols (DPDT).", "transduce"))
 
 
-def bigram_flip_machine(vocab_size: int = 128):
+def bigram_flip_machine(vocab_size: int = 128, store: str | None = None):
     """Grefenstette et al. (2015) §4.1 "Bigram flipping", in streaming form: w # -> # flip(w) for
     even |w|, where flip swaps the symbols at positions 2i-1 and 2i. Finite-state with a delay of
-    one step: a Mealy DFA holding one pending symbol (2|V| + 2 states). (In the delayed form
-    w #^|w| -> #^|w| flip(w) the task needs a queue.)"""
+    one step: a Mealy DFA holding one pending symbol (2|V| + 2 states). In the delayed form
+    w #^|w| -> #^|w| flip(w) the task needs a queue: ``store="queue"`` gives that form as the
+    store transducer `pdanet.automata.store.bigram_flip` (sampler and reference follow)."""
+    if store is not None:
+        if store != "queue":
+            raise InputError(f"bigram flip in delayed form needs a queue, not a {store!r}")
+        from pdanet.automata import store as _store
+
+        return _store.bigram_flip(int(vocab_size))
     vocab = _vocab(vocab_size)
     states = ["start", "done"] + [("hold", x) for x in vocab] + [("owe", x) for x in vocab]
     trans, outs = {}, {}
@@ -1009,7 +1106,16 @@ def bigram_flip_machine(vocab_size: int = 128):
                output_alphabet=vocab + (BLANK,), name="bigram_flip")
 
 
-def bigram_flip_reference(string: Sequence, vocab_size: int = 128):
+def _flip(w: tuple) -> tuple:
+    return tuple(w[i ^ 1] for i in range(len(w)))
+
+
+def bigram_flip_reference(string: Sequence, vocab_size: int = 128, store: str | None = None):
+    if store is not None:  # delayed form w #^|w| with |w| even
+        s = tuple(string)
+        if len(s) % 4:
+            return None
+        return _delayed_reference(s, vocab_size, _flip)
     vocab = set(_vocab(vocab_size))
     s = tuple(string)
     if not s or s[-1] != BLANK:
@@ -1023,9 +1129,15 @@ def bigram_flip_reference(string: Sequence, vocab_size: int = 128):
     return (BLANK,) + tuple(flipped)
 
 
-def bigram_flip_sampler(n, lengths, rng=None, vocab_size: int = 128):
-    """w # with w uniform over the vocabulary; `lengths` are total lengths (odd: |w| even)."""
+def bigram_flip_sampler(n, lengths, rng=None, vocab_size: int = 128, store: str | None = None):
+    """w # with w uniform over the vocabulary; `lengths` are total lengths (odd: |w| even). With
+    ``store``: the delayed form w #^|w| (total lengths divisible by 4)."""
     rng = _check_rng(rng)
+    if store is not None:
+        ls = _lengths(n, lengths, rng)
+        if any(L % 4 for L in ls):
+            raise InputError("strings w #^|w| with |w| even have lengths divisible by 4")
+        return [s for L in ls for s in reversal_sampler(1, L, rng, alphabet=_vocab(vocab_size))]
     vocab = _vocab(vocab_size)
     out = []
     for L in _lengths(n, lengths, rng):

@@ -235,7 +235,7 @@ def _load_constructions() -> None:
     """Import the construction modules so that they register themselves."""
     import importlib
 
-    for name in ("dyck", "dfa_rnn", "controllers", "ns"):
+    for name in ("dyck", "dfa_rnn", "controllers", "ns", "buffered"):
         try:
             importlib.import_module(f"pdanet.constructions.{name}")
         except ModuleNotFoundError as exc:

@@ -53,16 +53,7 @@ from pdanet.automata.pda import DPDA, PDA, DeterministicPushdown
 from pdanet.automata.pdt import DPDT
 from pdanet.automata.store import StoreTransducer
 from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact, register
-from pdanet.constructions.stacks import (
-    NeuralDeQue,
-    NeuralQueue,
-    NeuralStack,
-    SuperpositionStack,
-    SuzgunStack,
-)
-from pdanet.constructions.stacks.grefenstette import DequeActions, StackActions
-from pdanet.constructions.stacks.superposition import SuperpositionActions
-from pdanet.constructions.stacks.suzgun import SuzgunActions
+from pdanet.constructions.stacks.superposition import superpose
 from pdanet.errors import AutomatonError, CompileError, InputError, UnboundedStackError
 
 MEMORIES = ("grefenstette", "joulin_mikolov", "suzgun")
@@ -314,43 +305,206 @@ def _codes(G: int, code: str) -> np.ndarray:
     return np.vstack([bits, np.zeros((1, width), dtype=np.int64)]).astype(np.int64)
 
 
-def _decode_symbols(v: np.ndarray, codes: np.ndarray) -> np.ndarray:
-    """Store codes of value vectors (…, m), thresholded at 1/2; −2 for a vector that is no code."""
-    bits = (v > 0.5).astype(np.int64)
-    m = codes.shape[1]
-    key = bits @ (1 << np.arange(m - 1, -1, -1, dtype=np.int64)) if m <= 62 else None
-    G = codes.shape[0] - 1
-    if key is not None and m <= 20:
-        lut = np.full(1 << m, -2, dtype=np.int64)
-        ck = codes[:G] @ (1 << np.arange(m - 1, -1, -1, dtype=np.int64))
-        lut[ck] = np.arange(G)
-        return lut[key]
-    idx = bits.argmax(-1)  # one-hot codes
-    return np.where(bits.sum(-1) == 1, idx, -2)
+# --- the memories, in place --------------------------------------------------------------------
+class _SymbolCodes:
+    """Value vectors (…, m) → store symbol ids (float), thresholded at 1/2; −2 for no code."""
+
+    def __init__(self, codes: np.ndarray):
+        self.codes = np.asarray(codes)
+        G, m = self.codes.shape[0] - 1, self.codes.shape[1]
+        self.one_hot = m > 20
+        self._cache: dict = {}
+        if not self.one_hot:
+            lut = np.full(1 << m, -2.0)
+            lut[self.codes[:G] @ (1 << np.arange(m - 1, -1, -1))] = np.arange(G)
+            self.lut = torch.tensor(lut)
+            self.pow2 = torch.tensor([float(1 << k) for k in range(m - 1, -1, -1)])
+
+    def __call__(self, v: torch.Tensor) -> torch.Tensor:
+        bits = (v > 0.5).to(v.dtype)
+        if self.one_hot:
+            return torch.where(bits.sum(-1) == 1, bits.argmax(-1).to(v.dtype), -2.0)
+        key = (v.dtype, v.device)
+        if key not in self._cache:
+            self._cache = {key: (self.pow2.to(v), self.lut.to(v))}
+        pow2, lut = self._cache[key]
+        return lut[(bits @ pow2).long()]
 
 
-def _compact(sym: np.ndarray, alive: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per (b, t), the symbols of the alive cells in cell order: (codes (B, T1, W) −1 padded,
-    counts (B, T1)). ``sym`` is (B, N) or (B, T1, N)."""
-    count = alive.sum(-1)
-    W = max(int(count.max(initial=0)), 1)
-    out = np.full(alive.shape[:2] + (W,), -1, dtype=np.int64)
-    pos = np.cumsum(alive, -1) - 1
-    b, t, i = np.nonzero(alive)
-    out[b, t, pos[b, t, i]] = sym[b, i] if sym.ndim == 2 else sym[b, t, i]
-    return out, count
+def _pack(alive: torch.Tensor, sym: torch.Tensor, reverse: bool = False
+          ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per (b, k): the symbols of the alive cells in cell order (reversed with ``reverse``), as
+    (B, K, D) with −1 padding (D = most alive cells), and the counts (B, K). ``alive`` (B, K, n),
+    ``sym`` (B, K, n) or (B, 1, n). One scan for the alive cells, then work per alive cell only;
+    no loop over cells."""
+    B, K, n = alive.shape
+    b, k, i = alive.nonzero(as_tuple=True)                    # row-major: grouped by (b, k)
+    group = b * K + k
+    size = torch.bincount(group, minlength=B * K)
+    rank = torch.arange(len(group), device=alive.device) - (size.cumsum(0) - size)[group]
+    if reverse:
+        rank = size[group] - 1 - rank
+    D = int(size.max()) if size.numel() else 0
+    out = sym.new_full((B, K, D), -1.0)
+    out[b, k, rank] = sym[b, k if sym.shape[1] > 1 else 0, i]
+    return out, size.view(B, K).to(sym.dtype)
+
+
+class _Memory:
+    """A memory on preallocated buffers. ``step(act, value, valid)`` → reading; every step the
+    alive mask (strength or occupancy > 1/2) goes into a block of ``BLOCK`` rows, and ``flush()``
+    packs a block into the read-back (contents (B, K, D), sizes (B, K))."""
+
+    BLOCK = 32
+
+    def __init__(self, B: int, n: int, like: torch.Tensor, codes: _SymbolCodes):
+        self.alive = torch.zeros(B, self.BLOCK, n, dtype=torch.bool, device=like.device)
+        self.k, self.t, self.codes = 0, 0, codes
+        self.grad = torch.is_grad_enabled()
+
+    def flush(self) -> tuple[torch.Tensor, torch.Tensor]:
+        raise NotImplementedError
+
+
+class _Stratified(_Memory):
+    """Grefenstette et al. (2015) Stack (Eqs. 1–3) or Queue (Eqs. 1, 4–5): (B, T) strengths and
+    (B, T, m) values, row i = the cell pushed at step i; step t touches only rows ≤ t. The sums
+    Σ_{j>i} s_j (stack) or Σ_{j<i} s_j (queue) of a read are those of the next step's pop, so
+    each step takes two cumulative sums."""
+
+    def __init__(self, B: int, T: int, m: int, like: torch.Tensor, codes: _SymbolCodes,
+                 queue: bool):
+        super().__init__(B, T, like, codes)
+        self.S = like.new_zeros(B, T)
+        self.V = like.new_zeros(B, m, T)          # values, one column per cell
+        self.C = like.new_full((B, T), -1.0)      # decoded symbol of each cell
+        self.queue, self.before, self.decoded = queue, None, 0
+
+    def _before(self, s: torch.Tensor) -> torch.Tensor:
+        cs = s.cumsum(1)
+        return cs - s if self.queue else cs[:, -1:] - cs   # Σ_{j<i} (queue) or Σ_{j>i} (stack)
+
+    def idle(self, act: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        return act * valid.unsqueeze(1).to(act)          # d = u = 0 leaves the memory unchanged
+
+    def step(self, act: torch.Tensor, value: torch.Tensor, valid=None) -> torch.Tensor:
+        t = self.t
+        if self.grad:
+            self.S, self.V = self.S.clone(), self.V.clone()
+        if t:
+            s = self.S[:, :t]                                               # Eq. 2 / 4, i < t
+            s.sub_((act[:, 1:2] - self.before).clamp_(min=0)).clamp_(min=0)
+        self.S[:, t] = act[:, 0]                                            # Eq. 2 / 4, i = t
+        self.V[:, :, t] = value                                             # Eq. 1
+        self.t = t + 1
+        s = self.S[:, :t + 1]
+        self.before = self._before(s)
+        w = torch.minimum(s, (1 - self.before).clamp_(min=0))              # Eq. 3 / 5
+        torch.gt(s, 0.5, out=self.alive[:, self.k, :t + 1])
+        self.k += 1
+        return torch.linalg.vecdot(w.unsqueeze(1), self.V[:, :, :t + 1])
+
+    def flush(self) -> tuple[torch.Tensor, torch.Tensor]:
+        t, k = self.t, self.k
+        self.C[:, self.decoded:t] = self.codes(self.V[:, :, self.decoded:t].transpose(1, 2))
+        self.decoded, self.k = t, 0
+        return _pack(self.alive[:, :k, :t], self.C[:, None, :t])
+
+
+class _Deque(_Stratified):
+    """Grefenstette et al. (2015) DeQue (Eqs. 6–11): 2T rows, the 2t live ones in the middle."""
+
+    def __init__(self, B: int, T: int, m: int, like: torch.Tensor, codes: _SymbolCodes):
+        super().__init__(B, 2 * T, m, like, codes, False)
+        self.N = T
+
+    def step(self, act: torch.Tensor, value: torch.Tensor, valid=None) -> torch.Tensor:
+        t, N = self.t, self.N
+        m = value.shape[1] // 2
+        lo, hi = N - t, N + t
+        if self.grad:
+            self.S, self.V = self.S.clone(), self.V.clone()
+        if t:
+            s = self.S[:, lo:hi]
+            cs = s.cumsum(1)
+            s.sub_((act[:, 1:2] - (cs[:, -1:] - cs)).clamp_(min=0)).clamp_(min=0)   # Eq. 7
+            cs = s.cumsum(1)
+            s.sub_((act[:, 3:4] - (cs - s)).clamp_(min=0)).clamp_(min=0)           # Eq. 8
+        self.S[:, lo - 1], self.S[:, hi] = act[:, 2], act[:, 0]                    # Eq. 9
+        self.V[:, :, lo - 1], self.V[:, :, hi] = value[:, m:], value[:, :m]        # Eq. 6
+        self.t = t + 1
+        s = self.S[:, lo - 1:hi + 1]
+        cs = s.cumsum(1)
+        w = torch.stack([torch.minimum(s, (1 - (cs[:, -1:] - cs)).clamp_(min=0)),    # Eq. 10
+                         torch.minimum(s, (1 - (cs - s)).clamp_(min=0))], 1)        # Eq. 11
+        torch.gt(s, 0.5, out=self.alive[:, self.k, lo - 1:hi + 1])
+        self.k += 1
+        r = torch.linalg.vecdot(w.unsqueeze(2), self.V[:, None, :, lo - 1:hi + 1])  # (B, 2, m)
+        return r.reshape(len(s), -1)
+
+    def flush(self) -> tuple[torch.Tensor, torch.Tensor]:
+        sl = slice(self.N - self.t, self.N + self.t)
+        self.C[:, sl] = self.codes(self.V[:, :, sl].transpose(1, 2))
+        k, self.k = self.k, 0
+        return _pack(self.alive[:, :k, sl], self.C[:, None, sl])
+
+
+class _Superposed(_Memory):
+    """Joulin–Mikolov (with no-op) or Suzgun (push/pop only) stack, cells top first with the
+    occupancy as one more channel (as in `SuperpositionStack`); only the first min(t+1, D) cells
+    can be non-zero, and only those are updated. Cells move, so their symbols are decoded at
+    every step."""
+
+    def __init__(self, B: int, D: int, m: int, like: torch.Tensor, codes: _SymbolCodes,
+                 noop: bool):
+        super().__init__(B, D, like, codes)
+        self.cells = like.new_zeros(B, D, m + 1)
+        self.sym = like.new_full((B, self.BLOCK, D), -1.0)
+        self.live, self.noop, self.m = 0, noop, m
+
+    def idle(self, act: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        if not self.noop:
+            return act                                    # held by `step` (no no-op action)
+        keep = act.new_tensor([0.0, 1.0, 0.0])
+        return torch.where(valid.unsqueeze(1), act, keep)
+
+    def step(self, act: torch.Tensor, value: torch.Tensor, valid=None) -> torch.Tensor:
+        if self.grad:
+            self.cells = self.cells.clone()
+        self.live = L = min(self.live + 1, self.cells.shape[1])
+        old = self.cells[:, :L]
+        pushed = torch.cat([value, torch.ones_like(value[:, :1])], 1)
+        new = superpose(old, pushed, act[:, 0], act[:, 1] if self.noop else None, act[:, -1])
+        if valid is not None and not self.noop:
+            new = torch.where(valid.view(-1, 1, 1), new, old)
+        self.cells[:, :L] = new
+        self.alive[:, self.k, :L] = new[..., self.m] > 0.5
+        self.sym[:, self.k, :L] = self.codes(new[..., :self.m])
+        self.k += 1
+        return new[:, 0, :self.m]
+
+    def flush(self) -> tuple[torch.Tensor, torch.Tensor]:
+        k, self.k = self.k, 0
+        return _pack(self.alive[:, :k, :self.live], self.sym[:, :k, :self.live], reverse=True)
 
 
 # --- the module ----------------------------------------------------------------------------------
 class StackRNN(nn.Module):
     """Controller (Elman tanh, or linear) + a parameter-free memory. forward(ids (B, T), −1 padding)
-    → (states (B, T+1, S), logits (B, T+1, O)); states[t] = [h_t; r_t; memory record_t] where the
-    memory record is, for the Grefenstette Stack/Queue, [v_t; s_t] (the value pushed at step t and
-    the strengths of the T cells), for the DeQue [v_top; v_bottom; s_t (2T cells)], and for the
-    Joulin–Mikolov / Suzgun stacks [cells (D·m, top first); occupancy (D)]."""
+    → (states (B, T+1, S), logits (B, T+1, O)) with states[t] = [h_t; r_t; n_t; c_t]: controller
+    state, memory reading, and an exact read-back of the memory after step t — n_t the number of
+    cells whose strength (Grefenstette) or occupancy (Joulin–Mikolov, Suzgun) exceeds 1/2, and c_t
+    their values decoded to store symbol ids (bottom / front end first; −2 for a value that is no
+    code; −1 padding to the most cells any step holds). The read-back is computed inside the loop
+    from the memory's own strengths and values, so no (B, T+1, T·m) tensor is kept.
+
+    Per step: two affine maps and a tanh for the controller, one for the actions and pushed value,
+    and a handful of cumulative sums, clamps and one batched product over the live cells
+    (the memories above, in place on preallocated buffers)."""
 
     def __init__(self, num_symbols: int, hidden: int, width: int, store: str, memory: str,
-                 channels: tuple, num_outputs: int, linear: bool, depth: int | None = None):
+                 channels: tuple, num_outputs: int, linear: bool, depth: int | None = None,
+                 codes: np.ndarray | None = None):
         super().__init__()
         self.store, self.memory, self.channels = store, memory, channels
         self.linear, self.depth, self.width = linear, depth, width
@@ -364,68 +518,93 @@ class StackRNN(nn.Module):
         self.values = nn.Linear(hidden, width * slots)
         self.out_h = nn.Linear(hidden, num_outputs)
         self.out_r = nn.Linear(self.reading_size, num_outputs, bias=False)
+        if codes is None:
+            codes = np.vstack([np.eye(width, dtype=np.int64), np.zeros((1, width), np.int64)])
+        self.codes = _SymbolCodes(codes)
+        self._trace: list | None = None
+
+    @torch.no_grad()
+    def trace_actions(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The memory actions (B, T, channels) and pushed vectors (B, T, width·slots) that the
+        controller emits at each step of ``forward(ids)``."""
+        self._trace = []
+        try:
+            self.forward(ids)
+            acts, vals = zip(*self._trace) if self._trace else ((), ())
+        finally:
+            self._trace = None
+        B = torch.as_tensor(ids).shape[0]
+        if not acts:
+            return (self.h0.new_zeros(B, 0, len(self.channels)),
+                    self.h0.new_zeros(B, 0, self.values.out_features))
+        return torch.stack(acts, 1), torch.stack(vals, 1)
 
     def _memory(self, B: int, T: int, like: torch.Tensor):
         m = self.width
         if self.memory == "grefenstette":
-            mod = {"stack": NeuralStack, "queue": NeuralQueue, "deque": NeuralDeQue}[self.store]()
-        elif self.memory == "joulin_mikolov":
-            mod = SuperpositionStack()
-        else:
-            mod = SuzgunStack(self.depth if self.depth is not None else T + 1)
-        state = mod.init_state(B, m, max(T, 1), like.dtype, like.device)
-        return mod, state
-
-    def _record(self, state, value: torch.Tensor) -> torch.Tensor:
-        B = value.shape[0]
-        if self.memory == "grefenstette":
-            return torch.cat([value, state.strengths], 1)
-        return torch.cat([state.cells.reshape(B, -1), state.occupancy], 1)
-
-    def _step(self, mod, state, act: torch.Tensor, value: torch.Tensor):
-        if self.memory == "grefenstette":
             if self.store == "deque":
-                m = self.width
-                a = DequeActions(act[:, 0], act[:, 1], value[:, :m], act[:, 2], act[:, 3],
-                                 value[:, m:])
-                new, rd = mod.step(state, a)
-                return new, torch.cat([rd.top, rd.bottom], 1)
-            return mod.step(state, StackActions(act[:, 0], act[:, 1], value))
-        cls = SuperpositionActions if self.memory == "joulin_mikolov" else SuzgunActions
-        return mod.step(state, cls(act, value))
+                return _Deque(B, max(T, 1), m, like, self.codes)
+            return _Stratified(B, max(T, 1), m, like, self.codes, self.store == "queue")
+        D = max(T, 1) if self.memory == "joulin_mikolov" else (
+            self.depth if self.depth is not None else T + 1)
+        return _Superposed(B, D, m, like, self.codes, self.memory == "joulin_mikolov")
 
-    @staticmethod
-    def _hold(valid: torch.Tensor, new, old):
-        keep = valid.view(-1, *([1] * (new.dim() - 1)))
-        return torch.where(keep, new, old)
+    def controller(self, x: torch.Tensor):
+        """The per-step controller map h_t = f(x_t-part, r_{t-1}, h_{t-1}) with the input part
+        precomputed for all t (one matrix product)."""
+        if self.linear:
+            return x, lambda pre_t, r, h: pre_t
+        K = self.embedding.embedding_dim
+        W = self.cell.weight_ih
+        pre = torch.matmul(x, W[:, :K].T) + (self.cell.bias_ih + self.cell.bias_hh)
+        Wr, Wh = W[:, K:].T, self.cell.weight_hh.T
+        return pre, lambda pre_t, r, h: torch.tanh(torch.addmm(torch.addmm(pre_t, r, Wr), h, Wh))
 
     def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         ids = torch.as_tensor(ids)
         if ids.dim() != 2:
             raise InputError(f"ids must be (batch, time), got shape {tuple(ids.shape)}")
+        ids = ids.to(self.h0.device)
         B, T = ids.shape
+        valid = ids >= 0
+        padded = (~valid).any(0).tolist()
         x = self.embedding(ids.clamp(min=0))
+        pre, cell = self.controller(x)
+        head_w = torch.cat([self.actions.weight, self.values.weight]).T
+        head_b = torch.cat([self.actions.bias, self.values.bias])
+        nA = len(self.channels)
         h = self.h0.view(1, -1).expand(B, -1)
         r = x.new_zeros(B, self.reading_size)
-        mod, mem = self._memory(B, T, x)
-        v0 = x.new_zeros(B, self.values.out_features)
-        rows = [torch.cat([h, r, self._record(mem, v0)], 1)]
+        mem = self._memory(B, T, x)
+        hs, rs = [h], [r]
+        blocks = [(x.new_zeros(B, 1, 0), x.new_zeros(B, 1))]
         for t in range(T):
-            valid = ids[:, t] >= 0
-            h_new = x[:, t] if self.linear else self.cell(torch.cat([x[:, t], r], 1), h)
-            value = self.values(h_new)
-            mem_new, r_new = self._step(mod, mem, self.actions(h_new), value)
-            h = self._hold(valid, h_new, h)
-            r = self._hold(valid, r_new, r)
-            mem = type(mem)(*[self._hold(valid, getattr(mem_new, f), getattr(mem, f))
-                              if f != "time" else mem_new.time
-                              for f in mem.__dataclass_fields__])
-            value = self._hold(valid, value, torch.zeros_like(value))
-            rows.append(torch.cat([h, r, self._record(mem, value)], 1))
-        states = torch.stack(rows, 1)
-        H = self.h0.shape[0]
-        readings = states[..., H:H + self.reading_size]
-        return states, self.out_h(states[..., :H]) + self.out_r(readings)
+            h_new = cell(pre[:, t], r, h)
+            head = torch.addmm(head_b, h_new, head_w)
+            act, value = head[:, :nA], head[:, nA:]
+            v = None
+            if padded[t]:                       # padding leaves the row's whole state unchanged
+                v = valid[:, t]
+                h_new = torch.where(v.unsqueeze(1), h_new, h)
+                act = mem.idle(act, v)
+            r = mem.step(act, value, v)
+            if self._trace is not None:
+                self._trace.append((act, value))
+            h = h_new
+            hs.append(h)
+            rs.append(r)
+            if mem.k == mem.BLOCK or t == T - 1:
+                blocks.append(mem.flush())
+        W = max(1, max(c.shape[2] for c, _ in blocks))
+        contents = x.new_full((B, T + 1, W), -1.0)
+        t0 = 0
+        for c, _ in blocks:
+            contents[:, t0:t0 + c.shape[1], :c.shape[2]] = c
+            t0 += c.shape[1]
+        sizes = torch.cat([n for _, n in blocks], 1)
+        hs_t, rs_t = torch.stack(hs, 1), torch.stack(rs, 1)
+        states = torch.cat([hs_t, rs_t, sizes.unsqueeze(2), contents], 2)
+        return states, self.out_h(hs_t) + self.out_r(rs_t)
 
 
 # --- weights -------------------------------------------------------------------------------------
@@ -526,10 +705,11 @@ def _weights(plan: _Plan, codes: np.ndarray, linear: bool) -> tuple[dict, int]:
 
 # --- decoding ------------------------------------------------------------------------------------
 def _decoder(plan: _Plan, codes: np.ndarray, H: int, linear: bool):
+    """states (B, T+1, S) → run_batch fields: the controller state from the one active unit, the
+    store from the memory's read-back (see `StackRNN`), plus the top held in the controller in the
+    one-operation modes H_X."""
     v = plan.view
-    m = codes.shape[1]
-    slots = plan.value_slots
-    Rsize = m * slots
+    Rsize = codes.shape[1] * plan.value_slots
     C = v.Q * plan.modes
     target = np.zeros((H, C), dtype=np.float32)
     off = 0 if linear else 1
@@ -540,29 +720,6 @@ def _decoder(plan: _Plan, codes: np.ndarray, H: int, linear: bool):
     q_of = np.array([plan.q_of(c) for c in range(C)] + [-1], dtype=np.int64)
     held_of = np.array([plan.mode_of(c) - 1 if 0 < plan.mode_of(c) <= v.G else -1
                         for c in range(C)] + [-1], dtype=np.int64)
-
-    def memory_contents(rest: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        B, T1 = rest.shape[:2]
-        T = T1 - 1
-        if plan.memory == "grefenstette":
-            vals = rest[:, 1:, :Rsize]                       # value pushed at each step
-            if v.kind == "deque":
-                top = _decode_symbols(vals[..., :m], codes)
-                bot = _decode_symbols(vals[..., m:], codes)
-                N = rest.shape[2] - Rsize
-                cap = N // 2
-                sym = np.full((B, N), -2, dtype=np.int64)
-                sym[:, cap:cap + T] = top[:, :cap]
-                sym[:, cap - min(T, cap):cap] = bot[:, :cap][:, ::-1]
-            else:
-                N = rest.shape[2] - Rsize
-                sym = np.full((B, N), -2, dtype=np.int64)
-                sym[:, :min(T, N)] = _decode_symbols(vals, codes)[:, :N]
-            return _compact(sym, rest[..., Rsize:] > 0.5)
-        D = rest.shape[2] // (m + 1)
-        cells = rest[..., :D * m].reshape(B, T1, D, m)[:, :, ::-1]   # bottom first
-        occ = rest[..., D * m:][:, :, ::-1]
-        return _compact(_decode_symbols(cells, codes), occ > 0.5)
 
     def decode(states: np.ndarray) -> dict[str, np.ndarray]:
         states = np.asarray(states)
@@ -577,7 +734,8 @@ def _decoder(plan: _Plan, codes: np.ndarray, H: int, linear: bool):
         state = np.where(dead, -1, q_of[c])
         if v.fields == "dfa":
             return {"state": state}
-        contents, n = memory_contents(states[..., H + Rsize:])
+        n = np.rint(states[..., H + Rsize]).astype(np.int64)
+        contents = np.rint(states[..., H + Rsize + 1:]).astype(np.int64)
         held = held_of[c]
         if v.fields == "store":
             W = max(int(np.where(dead, 0, n).max(initial=0)), 1)
@@ -659,7 +817,7 @@ def compile_stack_rnn(machine, memory: str = "grefenstette", code: str = "binary
     weights, H = _weights(plan, codes, linear)
     n_out = 1 if view.output == "accept" else view.n_out + 1
     module = StackRNN(view.K, H, codes.shape[1], view.kind, memory, plan.channels, n_out,
-                      linear, depth)
+                      linear, depth, codes)
     module = load_exact(module, weights, BETA, dtype)
     Csym = len(cs)
     Qs, Ks, Gs = sp.symbols("Q K G")

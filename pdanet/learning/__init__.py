@@ -5,8 +5,20 @@
 from pdanet.learning import metrics
 from pdanet.learning.data import SequenceDataset, dataset, train_test_split_by_length
 from pdanet.learning.init import LearnerRNN, initialize
-from pdanet.learning.trained import as_network
 from pdanet.learning.train import evaluate, fit, format_rows, init_experiment, masked_loss
+from pdanet.learning.trained import as_network
 
-__all__ = ["LearnerRNN", "as_network", "SequenceDataset", "dataset", "evaluate", "fit", "format_rows",
-           "init_experiment", "initialize", "masked_loss", "metrics", "train_test_split_by_length"]
+__all__ = [
+           "LearnerRNN",
+           "SequenceDataset",
+           "as_network",
+           "dataset",
+           "evaluate",
+           "fit",
+           "format_rows",
+           "init_experiment",
+           "initialize",
+           "masked_loss",
+           "metrics",
+           "train_test_split_by_length",
+]
