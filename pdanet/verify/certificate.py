@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -376,20 +377,25 @@ def certify(machine: Machine, net: CompiledNetwork, dtype: torch.dtype | None = 
     previous = iv.set_kernel_model(kernel)
     try:
         pb = _problem(machine, net, dtype, max_configs)
-        caps = (float(eps),) if eps is not None else EPS_LADDER
-        best: Certificate | None = None
-        for cap in caps:
-            cert = _certify(pb, cap, chunk, t0)
-            if cert.ok and cert.all_lengths:
-                best = cert
-                break
-            if best is None or (cert.ok and (not best.ok or (cert.max_length or 0)
-                                             > (best.max_length or 0))):
-                best = cert
+        best = best_over_caps(lambda cap: _certify(pb, cap, chunk, t0), eps)
     finally:
         iv.set_kernel_model(previous)
-    assert best is not None
     return replace(best, kernel=kernel)
+
+
+def best_over_caps(attempt: Callable[[float], Certificate], eps: float | None) -> Certificate:
+    """``attempt(cap)`` for the given cap, or down `EPS_LADDER` until a certificate holds for
+    every length; otherwise the one proving the longest length (or the first failure)."""
+    best: Certificate | None = None
+    for cap in ((float(eps),) if eps is not None else EPS_LADDER):
+        cert = attempt(cap)
+        if cert.ok and cert.all_lengths:
+            return cert
+        if best is None or (cert.ok and (not best.ok or (cert.max_length or 0)
+                                         > (best.max_length or 0))):
+            best = cert
+    assert best is not None
+    return best
 
 
 def uses_structural(machine: Machine, net: CompiledNetwork, max_configs: int) -> bool:

@@ -72,7 +72,12 @@ from pdanet.automata.bounded import DyckConfig, DyckKM
 from pdanet.constructions.base import CompiledNetwork
 from pdanet.errors import CertificationError
 from pdanet.verify import intervals as iv
-from pdanet.verify.certificate import EPS_LADDER, MAX_ROUNDS, Certificate, FailingCase
+from pdanet.verify.certificate import (
+    MAX_ROUNDS,
+    Certificate,
+    FailingCase,
+    best_over_caps,
+)
 
 _U64 = 2.0**-53
 NONE, PUSH, POP = 0, 1, 2
@@ -663,19 +668,9 @@ def certify_structural(machine: DyckKM, net: CompiledNetwork, dtype: torch.dtype
                                bad, ("the layout's encoding disagrees with the decoder",), kernel)
         rng = _Ranges(md)
         cs = _build_cases(md, W, rng)
-        caps = (float(eps),) if eps is not None else EPS_LADDER
-        best: Certificate | None = None
-        for cap in caps:
-            cert = _certify(md, net, W, cs, rng, cap, dtype, t0)
-            if cert.ok and cert.all_lengths:
-                best = cert
-                break
-            if best is None or (cert.ok and (not best.ok or (cert.max_length or 0)
-                                             > (best.max_length or 0))):
-                best = cert
+        best = best_over_caps(lambda cap: _certify(md, net, W, cs, rng, cap, dtype, t0), eps)
     finally:
         iv.set_kernel_model(previous)
-    assert best is not None
     return replace(best, kernel=kernel, seconds=time.perf_counter() - t0)
 
 
