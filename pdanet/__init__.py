@@ -27,6 +27,7 @@ from pdanet.automata.draw import draw, render, to_networkx
 from pdanet.automata.io import load
 from pdanet.automata.nfa import NFA
 from pdanet.automata.regex import regex_to_dfa
+from pdanet.automata.weighted import WeightedPDA, WeightedPDT
 from pdanet.constructions import CompiledNetwork, compile
 from pdanet.export import load_network, save_network
 from pdanet.learning import initialize
@@ -38,6 +39,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "errors", "Alphabet", "EPSILON", "BOTTOM", "DFA", "NFA", "DPDA", "PDA", "DPDT", "BoundedPDA",
-    "DyckKM", "CFG", "PCFG", "tasks", "regex_to_dfa", "load", "draw", "render", "to_networkx",
+    "DyckKM", "CFG", "PCFG", "WeightedPDA", "WeightedPDT", "tasks", "regex_to_dfa", "load", "draw", "render", "to_networkx",
     "CompiledNetwork", "compile", "load_network", "save_network", "initialize", "verify", "certify", "Certificate", "bounds", "__version__",
 ]

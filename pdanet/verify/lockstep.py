@@ -13,6 +13,12 @@ Strings come in phases, checked in this order and stopping at the first disagree
 3. ``random``: random live strings (lengths uniform in ``sample_lengths``), shortest first;
 4. ``long``: strings of ``long_length`` symbols that keep the stack busy.
 
+Integer and boolean fields are compared exactly. Real-valued fields (the machine's array is
+float, e.g. the ``"reading"`` of a weighted PDA against an NS-RNN) are compared with a tolerance:
+an entry agrees when ``|got − expected| ≤ atol + rtol·|expected|`` (equal infinities agree, NaN
+never does). The defaults follow the network's dtype: ``rtol=1e-5, atol=1e-7`` for float64 and
+``rtol=1e-3, atol=1e-6`` otherwise (float32, half); `verify` takes ``rtol``/``atol`` to override.
+
 The counterexample is therefore the first failing string in that order and the first failing
 step within it; at one step the fields are compared in the machine's field order, output last.
 All comparisons are whole-array numpy operations per batch; the only loop is over batches. The
@@ -68,12 +74,52 @@ def _run_net(net, ids: np.ndarray) -> dict[str, np.ndarray]:
     return got
 
 
-def _positions_differ(expected: np.ndarray, got: np.ndarray) -> np.ndarray:
-    """(B, T+1) bool: positions where any entry of a (B, T+1, ...) field differs.
+@dataclass(frozen=True)
+class Tolerance:
+    """Real-valued fields agree where ``|got − expected| ≤ atol + rtol·|expected|``."""
+
+    rtol: float
+    atol: float
+
+    @classmethod
+    def for_dtype(cls, dtype: Any, rtol: float | None = None,
+                  atol: float | None = None) -> Tolerance:
+        """The defaults of the module docstring for a network dtype, with overrides."""
+        wide = dtype in (torch.float64, np.float64) or str(dtype).endswith("float64")
+        d_rtol, d_atol = (1e-5, 1e-7) if wide else (1e-3, 1e-6)
+        out = cls(d_rtol if rtol is None else float(rtol), d_atol if atol is None else float(atol))
+        if not (out.rtol >= 0 and out.atol >= 0):
+            raise InputError(f"rtol and atol must be ≥ 0, got rtol={rtol!r}, atol={atol!r}")
+        return out
+
+
+def _net_dtype(net) -> Any:
+    """The network's float dtype, or None when it has no weights to tell."""
+    try:
+        return getattr(net, "dtype", None)
+    except StopIteration:
+        return None
+
+
+def _is_real(a: np.ndarray) -> bool:
+    return np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.complexfloating)
+
+
+def _positions_differ(expected: np.ndarray, got: np.ndarray,
+                      tol: Tolerance | None = None) -> np.ndarray:
+    """(B, T+1) bool: positions where any entry of a (B, T+1, ...) field differs (exactly, or
+    beyond `tol` when the machine's field is real-valued).
 
     Trailing entries are counted with one float32 matrix-vector product (exact for 0/1 counts),
     which is several times faster than ``.any(axis=-1)`` over a short last axis."""
-    diff = np.not_equal(expected, got, order="C")  # C order whatever the inputs' layouts
+    if tol is not None and _is_real(expected):
+        e = np.asarray(expected, dtype=np.float64)
+        g = np.asarray(got, dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            diff = ~np.isclose(g, e, rtol=tol.rtol, atol=tol.atol)
+        diff = np.ascontiguousarray(diff)
+    else:
+        diff = np.not_equal(expected, got, order="C")  # C order whatever the inputs' layouts
     if diff.ndim == 2:
         return diff
     B, T1 = diff.shape[:2]
@@ -85,8 +131,12 @@ def _positions_differ(expected: np.ndarray, got: np.ndarray) -> np.ndarray:
 
 
 def compare_batch(machine: Machine, net, ids: np.ndarray, lengths: np.ndarray,
-                  check_live: bool = True, executor: Executor | None = None) -> BatchOutcome:
+                  check_live: bool = True, executor: Executor | None = None,
+                  tol: Tolerance | None = None) -> BatchOutcome:
     """Run machine and network on one padded batch and find its first disagreement.
+
+    Real-valued fields are compared within `tol` (default: `Tolerance.for_dtype` of the
+    network's dtype); integer and boolean fields exactly.
 
     Positions compared: t ≤ length, and (with ``check_live``) only where the prefix is live.
     With an ``executor`` the network runs in a worker thread while the machine is simulated
@@ -95,6 +145,8 @@ def compare_batch(machine: Machine, net, ids: np.ndarray, lengths: np.ndarray,
     ids = np.asarray(ids, dtype=np.int64)
     lengths = np.asarray(lengths, dtype=np.int64)
     B, T = ids.shape
+    if tol is None:
+        tol = Tolerance.for_dtype(_net_dtype(net))
     if executor is None:
         trace = machine.run_batch(ids, lengths)
         got = _run_net(net, ids)
@@ -131,7 +183,7 @@ def compare_batch(machine: Machine, net, ids: np.ndarray, lengths: np.ndarray,
                 f"the network's {what} has shape {g.shape} but the machine's has {e.shape}; the "
                 "decoder/reader must return arrays in the machine's run_batch format"
             )
-        diff = _positions_differ(e, g)
+        diff = _positions_differ(e, g, tol)
         diff &= mask
         bad_by_field.append(diff)
         bad_any |= diff
@@ -200,6 +252,8 @@ def verify(
     busy: float = 0.7,
     max_strings: int = S.DEFAULT_MAX_STRINGS,
     max_batch_steps: int = DEFAULT_MAX_BATCH_STEPS,
+    rtol: float | None = None,
+    atol: float | None = None,
 ) -> Report:
     """Check that `net` agrees with `machine` at every step of every checked string.
 
@@ -209,8 +263,11 @@ def verify(
     ``long_samples`` strings of ``long_length`` symbols kept busy (``machine.sample(..., busy=)``
     when available); ``strings``: explicit strings checked first (InputError names any symbol
     outside the alphabet). ``dtype`` rebuilds the network in that dtype first
-    (`CompiledNetwork.with_scale`). Raises VerificationError when the check cannot be carried out
-    (too many prefixes: lower ``max_length``; decoder shapes that do not match the machine's).
+    (`CompiledNetwork.with_scale`). ``rtol``/``atol``: tolerance for real-valued fields (e.g. an
+    NS-RNN's ``"reading"``): agreement is ``|got − expected| ≤ atol + rtol·|expected|``; by
+    default 1e-5/1e-7 for a float64 network and 1e-3/1e-6 otherwise. Integer and boolean fields
+    (states, stacks, outputs) are always compared exactly. Raises VerificationError when the
+    check cannot be carried out (too many prefixes: lower ``max_length``; decoder shapes that do not match the machine's).
     """
     if batch_size < 1:
         raise InputError(f"batch_size must be ≥ 1, got {batch_size}")
@@ -225,6 +282,7 @@ def verify(
     torch_dtype = _resolve_dtype(dtype)
     if torch_dtype is not None:
         net = net.with_scale(dtype=torch_dtype)
+    tol = Tolerance.for_dtype(_net_dtype(net), rtol, atol)
     rng = np.random.default_rng(seed)
 
     phases: list[_Phase] = []
@@ -268,7 +326,7 @@ def verify(
     start = time.perf_counter()
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pdanet-verify") as executor:
         results, cex, fields, notes = _check_phases(machine, net, phases, batch_size,
-                                                    max_batch_steps, progress, executor)
+                                                    max_batch_steps, progress, executor, tol)
     done = {p.name for p in results if p.complete}
     if {"exhaustive", "random"} <= done and lo_hi[1] <= max_length:
         notes.append("the random strings were no longer than max_length, so the exhaustive phase "
@@ -290,7 +348,8 @@ def verify(
 
 
 def _check_phases(machine: Machine, net, phases: list[_Phase], batch_size: int,
-                  max_batch_steps: int, progress: bool, executor: Executor
+                  max_batch_steps: int, progress: bool, executor: Executor,
+                  tol: Tolerance | None = None
                   ) -> tuple[list[PhaseResult], Counterexample | None, tuple[str, ...], list[str]]:
     """Check the phases in order, stopping at the first counterexample."""
     results: list[PhaseResult] = []
@@ -310,7 +369,7 @@ def _check_phases(machine: Machine, net, phases: list[_Phase], batch_size: int,
         try:
             for bids, blens in _batches(ids, lengths, batch_size, max_batch_steps):
                 out = compare_batch(machine, net, bids, blens, check_live=phase.check_live,
-                                    executor=executor)
+                                    executor=executor, tol=tol)
                 n_strings += out.strings
                 n_steps += out.steps
                 fields = fields or out.fields
@@ -355,4 +414,4 @@ def _progress(enabled: bool, name: str, total: int):
     return tqdm(total=total, desc=f"verify {name}", unit="step", unit_scale=True, leave=False)
 
 
-__all__ = ["BatchOutcome", "compare_batch", "verify"]
+__all__ = ["BatchOutcome", "Tolerance", "compare_batch", "verify"]

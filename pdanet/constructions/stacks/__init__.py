@@ -9,6 +9,8 @@ frozen dataclasses of tensors; actions are NamedTuples of tensors produced by a 
 - `SuperpositionStack`: Joulin & Mikolov (2015) as in DuSell & Chiang (2022), optional depth limit.
 - `SuzgunStack`, `BabyNTM`: Suzgun et al. (2019).
 - `InputBuffer`, `OutputBuffer`: Hao et al. (2018) §2.3 (ε-steps on input and output).
+- `NondeterministicStack`: DuSell & Chiang (2021), the (R)NS-RNN's stack WFA (Lang's algorithm
+  over log action weights; its own ``forward(log_actions) -> NSResult`` interface).
 """
 
 from pdanet.constructions.stacks.buffered import BufferState, InputBuffer, OutputBuffer
@@ -22,6 +24,7 @@ from pdanet.constructions.stacks.grefenstette import (
     StackActions,
     StratifiedState,
 )
+from pdanet.constructions.stacks.ns import NondeterministicStack
 from pdanet.constructions.stacks.superposition import (
     NOOP,
     POP,
@@ -67,6 +70,7 @@ __all__ = [
     "NeuralDeQue",
     "NeuralQueue",
     "NeuralStack",
+    "NondeterministicStack",
     "OutputBuffer",
     "StackActions",
     "StratifiedState",

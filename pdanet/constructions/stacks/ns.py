@@ -8,18 +8,39 @@ or out of ⊥ (except ⊥ → ⊥, a no-op at the bottom) or pop ⊥ are ignored
 `pdanet.automata.weighted`, so runs that empty the stack keep counting), and the reading: over
 (state, top) pairs (RNS mode, §3.2) or over tops (NS mode, Eq. 5), zeros where no run survives.
 
-Arithmetic: the stack WFA weights γ[i→t] (Eq. 2) are kept scaled, E[i→t] = γ[i→t]·e^{P[i]−P[t]},
-with one log normaliser P[t] per time step and batch element, chosen so that every column
-``E[·→t]`` has maximum 1. The products γ[i→k]γ[k→t−1] of the pop term then need no rescaling
-(the P[k] cancel), so each step is a few batched matrix products in linear scale; α is kept in log
-space. This equals the paper's log-space computation up to rounding; entries below the column
-maximum by more than the dtype's range (~1e-38 in float32) flush to zero. The normalisers are
-constants for autograd (the result does not depend on them), so gradients are exact.
+Arithmetic (a max-shift per column instead of a logsumexp per entry). The stack WFA weights
+γ[i→t] (Eq. 2) are kept scaled, E[i→t] = γ[i→t]·e^{P[i]−P[t]}, with one log normaliser P[t] per
+time step and batch element chosen so that every column ``E[·→t]`` has maximum 1; the actions
+are shifted by their maximum m[t] before exp. The pop term's products γ[i→k]γ[k→t−1] then need
+no rescaling (the P[k] cancel), so each step is a few batched matrix products in linear scale.
+α is kept in log space as v[t] = log α[t] − P[t], and Eq. 4 becomes v[t] = log Σ_i e^{v[i]} E[i→t]
+(one max-shifted matrix product). This equals the paper's log-space computation up to rounding;
+entries below their column's maximum by more than the dtype's range (~e^-87 in float32) flush to
+zero. Shifts and normalisers are constants for autograd (the result does not depend on them),
+so gradients are exact.
 
-Window D (§5.1): only γ[i→t] with t − i ≤ D are kept (D=None: unlimited). Time per step is then
-O(B·Q³G²·min(t, D)²) and the kept state is O(B·Q²G²·min(t, D)) per step — linear in T for a
-fixed D. The pop contraction is a custom autograd function that recomputes its gathered operand
-in the backward pass instead of saving it, so memory stays that of the kept columns.
+Per step t, with rows i over the kept range at once (no loop over i or over the split point k):
+
+- one matrix product of column t−1 with [replace | pop] actions gives the replace term of
+  Eq. 2 and X[k][u,y→r] = Σ_{s,z} E[k→t−1][u,y→s,z] Δ[t][s,z→r,pop];
+- one batched product over (k, u) gives the pop term Σ_k E[i→k]·X[k] for all rows i: the kept
+  γ live in one preallocated tensor ``F[b, y, i, q, x, k mod W, u]`` (row i, column k), so the
+  operand (rows lo..t−3, columns lo+1..t−2) is a strided view; entries with k ≤ i are zeros that
+  are never written. For large blocks the rows are cut into up to 4 pieces, each reading only
+  the columns right of its first row (the block is upper triangular);
+- one max-shifted product gives α[t] (Eq. 4) and the bottom level.
+
+Window D (§5.1): only γ[i→t] with t − i ≤ D are kept (D=None: unlimited). Columns are slots
+k mod W of each row, with W = T+1 (unlimited, or 2D ≥ T+1) or W = 2D: a row's D kept columns
+get distinct slots, and a slot that a pop step reads for some k ≤ i is one that row i never
+fills, so it stays zero. Time per step is O(B·Q³G²·min(t, D)²) and F holds
+(T+1)·B·G²Q²·W numbers — linear in T for a fixed D (the backward pass needs every column, so
+F keeps all rows). F is written in place; the products that read it are custom autograd
+functions that take their operand from F in the backward pass and accumulate the gradient of F
+in a twin buffer, which the function that wrote each column hands back to autograd (and zeroes,
+so a second backward pass starts clean). A chain of scalar "tokens" (write t → every later
+reader) makes autograd run each column's write-back after all its readers, so the gradients
+are those of the plain computation (tested by gradcheck and by finite differences).
 """
 
 from __future__ import annotations
@@ -36,7 +57,7 @@ from pdanet.errors import InputError
 class NSResult:
     """``log_alpha`` (B, T+1, Q, G); ``reading`` (B, T+1, Q, G) in RNS mode or (B, T+1, G) in NS
     mode; ``log_norm`` (B, T+1): log Σ α (−inf where no run survives); ``stored`` the number of
-    elements of the kept γ columns (state size)."""
+    kept γ entries (the tensor F) plus the kept α entries."""
 
     log_alpha: torch.Tensor
     reading: torch.Tensor
@@ -54,57 +75,126 @@ def valid_mask(G: int, device=None) -> torch.Tensor:
     return m
 
 
-def _safe_log(x: torch.Tensor) -> torch.Tensor:
-    """log x with log 0 = −inf and a zero (not NaN) gradient there."""
-    pos = x > 0
-    return torch.where(pos, torch.log(torch.where(pos, x, torch.ones_like(x))),
-                       torch.full_like(x, float("-inf")))
-
-
-def _shift(x: torch.Tensor, dims: tuple) -> torch.Tensor:
-    """A detached max over `dims` (keepdim), 0 where everything is −inf."""
-    m = x.detach().amax(dim=dims, keepdim=True)
-    return torch.where(torch.isfinite(m), m, torch.zeros_like(m))
-
-
-def _gather(cols: tuple, spec: tuple, shape: tuple, like: torch.Tensor) -> torch.Tensor:
-    """M[b, y, i, q, x, k, u] = E[i→k][q, x → u, y] for the pop term (zeros where i ≥ k)."""
-    M = like.new_zeros(shape)
-    for kk, (col, (start, count)) in enumerate(zip(cols, spec)):
-        if count > 0:
-            M[:, :, :count, :, :, kk, :] = col[:, :, start:start + count]
-    return M
-
-
-class _PopContract(torch.autograd.Function):
-    """Σ_{k,u} E[i→k][q,x→u,y] · Xk[k][u,y→r] (Eq. 2, pop term), without saving the gathered
-    operand: it is rebuilt from the kept columns in the backward pass."""
+class _SafeLog(torch.autograd.Function):
+    """log x for x ≥ 0 with log 0 = −inf and a zero (not NaN) gradient there."""
 
     @staticmethod
-    def forward(ctx, Xk, shape, spec, *cols):
-        B, Y, NI, Q, G, NK, U = shape
-        M = _gather(cols, spec, shape, Xk)
-        out = torch.bmm(M.reshape(B * Y, NI * Q * G, NK * U), Xk.reshape(B * Y, NK * U, -1))
-        ctx.save_for_backward(Xk, *cols)
-        ctx.shape, ctx.spec = shape, spec
-        return out.reshape(B, Y, NI, Q, G, -1)
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.log(x)
 
     @staticmethod
-    def backward(ctx, grad):
-        Xk, *cols = ctx.saved_tensors
-        B, Y, NI, Q, G, NK, U = ctx.shape
-        M = _gather(cols, ctx.spec, ctx.shape, Xk)
-        g = grad.reshape(B * Y, NI * Q * G, -1)
-        Mf = M.reshape(B * Y, NI * Q * G, NK * U)
-        gX = torch.bmm(Mf.transpose(1, 2), g).reshape(Xk.shape)
-        gM = torch.bmm(g, Xk.reshape(B * Y, NK * U, -1).transpose(1, 2)).reshape(ctx.shape)
-        gcols = []
-        for kk, (col, (start, count)) in enumerate(zip(cols, ctx.spec)):
-            gc = torch.zeros_like(col)
-            if count > 0:
-                gc[:, :, start:start + count] = gM[:, :, :count, :, :, kk, :]
-            gcols.append(gc)
-        return (gX, None, None, *gcols)
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return torch.where(x > 0, g / x, torch.zeros_like(g))
+
+
+_safe_log = _SafeLog.apply
+
+
+class _Tape:
+    """The kept chart: F (B, G, T+1, Q, G, W, Q) with F[b, y, i, q, x, k mod W, u] = E[i→k][q, x →
+    u, y]; V (T+1, B, Q, G) with V[t] = v[t]; their gradient twins, made on first use."""
+
+    def __init__(self, T: int, B: int, Q: int, G: int, W: int, like: torch.Tensor):
+        self.F = like.new_zeros((B, G, T + 1, Q, G, W, Q))
+        self.V = like.new_zeros((T + 1, B, Q, G))
+        self.W = W
+        self.gF: torch.Tensor | None = None
+        self.gV: torch.Tensor | None = None
+
+    def grads(self) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.gF is None:
+            self.gF, self.gV = torch.zeros_like(self.F), torch.zeros_like(self.V)
+        return self.gF, self.gV
+
+    def column(self, buf: torch.Tensor, t: int, lo: int) -> torch.Tensor:
+        """Column t, rows lo..t−1, as a (B, G, I, Q, G, Q) view [b, y, i, q, x, r]."""
+        return buf[:, :, lo:t, :, :, t % self.W]
+
+    def block(self, buf: torch.Tensor, lo: int, rows: int, a: int, b: int) -> torch.Tensor:
+        """Rows lo..lo+rows−1, slots a..b−1, as a (B·G, rows·Q·G, (b−a)·Q) view."""
+        B, G, _, Q = buf.shape[:4]
+        blk = buf[:, :, lo:lo + rows, :, :, a:b]
+        s = blk.stride()
+        return blk.as_strided((B * G, rows * Q * G, (b - a) * Q), (s[1], s[4], 1))
+
+
+class _Write(torch.autograd.Function):
+    """Store column t (E (B, I, Q, G, Q, G) [b, i, q, x, r, y]) and v[t] in the tape; the
+    backward hands back the gradients that later readers accumulated for them."""
+
+    @staticmethod
+    def forward(ctx, E, v, token, tape, t, lo):
+        tape.column(tape.F, t, lo).copy_(E.permute(0, 5, 1, 2, 3, 4))
+        tape.V[t].copy_(v)
+        ctx.tape, ctx.t, ctx.lo = tape, t, lo
+        return token.new_zeros(())
+
+    @staticmethod
+    def backward(ctx, _):
+        tape, t, lo = ctx.tape, ctx.t, ctx.lo
+        gF, gV = tape.grads()
+        col = tape.column(gF, t, lo)
+        gE = col.permute(0, 2, 3, 4, 5, 1).clone()
+        gv = gV[t].clone()
+        col.zero_()                        # read once: a second backward starts from zero
+        gV[t].zero_()
+        return gE, gv, gE.new_zeros(()), None, None, None
+
+
+def _pieces(rows: int, split: bool) -> list[tuple[int, int]]:
+    """Row pieces of the pop block: piece [r0, r1) needs columns k > lo + r0 only, so splitting
+    the upper-triangular block skips most of its zero lower part."""
+    n = 1 if not split or rows < 24 else 2 if rows < 48 else 4
+    cuts = [rows * j // n for j in range(n + 1)]
+    return [(cuts[j], cuts[j + 1]) for j in range(n)]
+
+
+class _Pop(torch.autograd.Function):
+    """Pop term of Eq. 2 for rows lo..lo+rows−1: Σ_{k,u} E[i→k][q,x→u,y] · X[k][u,y→r] as
+    (B·G, rows·Q·G, Q), with X given on the slots a..b−1 ((B·G, (b−a)·Q, Q), zeros off range).
+    With ``split`` the slots are columns k = lo+1.. in order and the block is cut into row
+    pieces (`_pieces`)."""
+
+    @staticmethod
+    def forward(ctx, X, token, tape, lo, rows, a, b, split):
+        ctx.save_for_backward(X)
+        ctx.tape, ctx.args = tape, (lo, rows, a, b, split)
+        Q = X.shape[-1]
+        return torch.cat([torch.bmm(tape.block(tape.F, lo + r0, r1 - r0, a + r0, b), X[:, r0 * Q:])
+                          for r0, r1 in _pieces(rows, split)], dim=1)
+
+    @staticmethod
+    def backward(ctx, g):
+        (X,) = ctx.saved_tensors
+        tape, (lo, rows, a, b, split) = ctx.tape, ctx.args
+        gF, _ = tape.grads()
+        Q = X.shape[-1]
+        QG = g.shape[1] // rows
+        gX = torch.zeros_like(X)
+        for r0, r1 in _pieces(rows, split):
+            gp = g[:, r0 * QG:r1 * QG]
+            gX[:, r0 * Q:] += torch.bmm(tape.block(tape.F, lo + r0, r1 - r0, a + r0, b)
+                                        .transpose(1, 2), gp)
+            tape.block(gF, lo + r0, r1 - r0, a + r0, b).add_(
+                torch.bmm(gp, X[:, r0 * Q:].transpose(1, 2)))
+        return gX, g.new_zeros(()), None, None, None, None, None, None
+
+
+class _Read(torch.autograd.Function):
+    """v[a..b−1] from the tape as (b−a, B, Q, G); the backward accumulates into its twin."""
+
+    @staticmethod
+    def forward(ctx, token, tape, a, b):
+        ctx.tape, ctx.ab = tape, (a, b)
+        return tape.V[a:b].clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.ab
+        ctx.tape.grads()[1][a:b].add_(g)
+        return g.new_zeros(()), None, None, None
 
 
 class NondeterministicStack(nn.Module):
@@ -122,7 +212,8 @@ class NondeterministicStack(nn.Module):
         if num_states < 1 or num_stack < 2:
             raise InputError(f"need at least 1 state and 2 stack symbols (⊥ and one more), got "
                              f"{num_states} states and {num_stack} symbols")
-        if window is not None and (not isinstance(window, int) or window < 1):
+        if window is not None and (isinstance(window, bool) or not isinstance(window, int)
+                                   or window < 1):
             raise InputError(f"window must be a positive integer or None, got {window!r}")
         if not 0 <= start < num_states:
             raise InputError(f"start state index {start} is outside 0..{num_states - 1}")
@@ -133,7 +224,7 @@ class NondeterministicStack(nn.Module):
         Q, G = self.num_states, self.num_stack
         return (batch, time, Q, G, Q, 2 * G + 1)
 
-    def forward(self, log_actions: torch.Tensor) -> NSResult:
+    def _check(self, log_actions: torch.Tensor) -> None:
         if not isinstance(log_actions, torch.Tensor) or log_actions.dim() != 6:
             raise InputError(f"log actions must be a (B, T, Q, G, Q, 2G+1) tensor, got "
                              f"{getattr(log_actions, 'shape', type(log_actions).__name__)}")
@@ -142,84 +233,93 @@ class NondeterministicStack(nn.Module):
             raise InputError(f"log actions have shape {tuple(log_actions.shape)}, expected "
                              f"{self.action_shape(B, T)} (batch, time, Q, G, Q, 2G+1) for "
                              f"Q={self.num_states}, G={self.num_stack}")
+        if not log_actions.is_floating_point():
+            raise InputError(f"log actions must be floating point, got {log_actions.dtype}")
         if torch.isnan(log_actions).any() or (log_actions == float("inf")).any():
             raise InputError("log actions contain NaN or +inf")
+
+    def forward(self, log_actions: torch.Tensor) -> NSResult:
+        self._check(log_actions)
+        B, T = log_actions.shape[:2]
         Q, G, D = self.num_states, self.num_stack, self.window
-        mask = valid_mask(G, log_actions.device)[None, None, None, :, None, :]
+        QG = Q * G
+        dev, dt = log_actions.device, log_actions.dtype
+        mask = valid_mask(G, dev)[None, None, None, :, None, :]
         lact = log_actions.masked_fill(~mask, float("-inf"))
-        dt = log_actions.dtype
-        ymask = torch.ones(G, dtype=dt, device=log_actions.device)
-        ymask[0] = 0
-        ymask = ymask.view(1, G, 1, 1, 1, 1)
-        la0 = torch.full((B, Q, G), float("-inf"), dtype=dt, device=log_actions.device)
-        la0[:, self.start, 0] = 0.0
-        la = [la0]                                   # log α[t] (B, Q, G)
-        P = [torch.zeros(B, dtype=dt, device=log_actions.device)]
-        cols: list = [None]                          # cols[t]: E[i→t] (B, Y, I, Q, X, R)
+        # m[t]: a detached max-shift per (batch, step); d = exp(log Δ − m) in linear scale
+        m = lact.detach().amax(dim=(2, 3, 4, 5))
+        m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+        d = torch.exp(lact - m[:, :, None, None, None, None])
+        # per step (unbind: its backward is one stack, not a zero-filled tensor per step)
+        push = d[..., :G].unbind(1)                                      # (B, Q, G, Q, G)
+        rp = torch.cat([d[..., G:2 * G].reshape(B, T, QG, QG),           # replace (Eq. 2)
+                        d[..., 2 * G].reshape(B, T, QG, Q)], dim=3).unbind(1)   # | pop
+        bottom = d[:, :, :, 0, :, G].unbind(1)                           # ⊥ → ⊥ (B, Q, Q)
+
+        Wt = T + 1 if D is None or 2 * D >= T + 1 else 2 * D             # slots per row
+        tape = _Tape(T, B, Q, G, Wt, d)
+        v0 = d.new_full((B, Q, G), float("-inf"))
+        v0[:, self.start, 0] = 0.0
+        tape.V[0].copy_(v0)
+        P = torch.zeros(T + 1, B, dtype=dt, device=dev)                  # constants
+        with torch.no_grad():
+            P[1:] = m.t()
+        token = d.new_zeros(())
+        tokens = [token]
+        vs = [v0]
+        prev = None                                                      # E[·→t−1]
         los = [0]
-        stored = 0
         for t in range(1, T + 1):
-            ld = lact[:, t - 1]                                          # (B, Q, G, Q, O)
-            m = _shift(ld, (1, 2, 3, 4))
-            dd = torch.exp(ld - m)
-            m = m.view(B)
-            push, repl, pop = dd[..., :G], dd[..., G:2 * G], dd[..., 2 * G]
             lo = 0 if D is None else max(0, t - D)
+            plo = los[t - 1]                                             # rows of column t−1
             los.append(lo)
-            rows = []
             if t >= 2:
-                c, clo = cols[t - 1], los[t - 1]
-                # replace term (Eq. 2): rows i in [lo, t-2]
-                csel = c[:, :, lo - clo:]
-                NI = csel.shape[2]
-                a = csel.permute(0, 2, 3, 4, 1, 5).reshape(B, NI * Q * G, G * Q)
-                rp = repl.permute(0, 2, 1, 3, 4).reshape(B, G * Q, Q * G)
-                rep = torch.bmm(a, rp).reshape(B, NI, Q, G, Q, G).permute(0, 5, 1, 2, 3, 4)
-                # X[k][u, y → r] = Σ_{s,z} E[k→t−1][u, y → s, z] Δ̃[s, z → r, ε], k in [clo, t-2]
-                NKa = c.shape[2]
-                xa = c.permute(0, 2, 3, 4, 1, 5).reshape(B, NKa * Q * G, G * Q)
-                pp = pop.permute(0, 2, 1, 3).reshape(B, G * Q, Q)
-                Xall = torch.bmm(xa, pp).reshape(B, NKa, Q, G, Q)         # (B, K, U, Y, R)
-                if t >= 3 and t - 2 > lo:
-                    # pop term (Eq. 2): rows i in [lo, t-3], k in [lo+1, t-2]
-                    NI2 = t - 2 - lo
-                    Xk = Xall[:, lo + 1 - clo:].permute(0, 3, 1, 2, 4).contiguous()
-                    ks = range(lo + 1, t - 1)
-                    spec = tuple((lo - los[k], k - lo) for k in ks)
-                    shape = (B, G, NI2, Q, G, NI2, Q)
-                    popt = _PopContract.apply(Xk, shape, spec, *(cols[k] for k in ks))
-                    rep = rep + torch.cat([popt, rep.new_zeros(B, G, 1, Q, G, Q)], dim=2)
-                rows.append(rep)
-                # bottom level: β[t][r] (the pop part)
-                lb = la[t - 1][:, :, 0]                                     # β[t−1] (B, Q)
-                w = torch.stack([la[k][:, :, 0] - P[k][:, None] for k in range(clo, t - 1)], 1)
-                wm = _shift(w, (1, 2))
-                bpop = torch.einsum("bku,bkur->br", torch.exp(w - wm), Xall[:, :, :, 0])
-                bpop = _safe_log(bpop) + wm.view(B, 1) + (P[t - 1] + m)[:, None]
+                K = t - 1 - plo
+                out = torch.bmm(prev.reshape(B, K * QG, QG), rp[t - 1])
+                out = out.view(B, K, Q, G, QG + Q)
+                rep = out[:, lo - plo:, :, :, :QG].reshape(B, K - (lo - plo), Q, G, Q, G)
+                X = out[..., QG:]                                        # (B, K, U, Y, R)
+                rows = t - 2 - lo                                        # pop rows lo..t−3
+                if rows > 0:
+                    Xk = X[:, lo + 1 - plo:].permute(0, 3, 1, 2, 4)          # k = lo+1..t−2
+                    if (lo + 1) % Wt <= (t - 2) % Wt:                         # slots in order
+                        a, b, split = (lo + 1) % Wt, (t - 2) % Wt + 1, True
+                        Xs = Xk.reshape(B * G, rows * Q, Q)
+                    else:                                                     # wraps: all slots
+                        a, b, split = 0, Wt, False
+                        slots = torch.arange(lo + 1, t - 1, device=dev) % Wt
+                        Xs = Xk.new_zeros(B, G, Wt, Q, Q).index_copy(2, slots, Xk)
+                        Xs = Xs.view(B * G, Wt * Q, Q)
+                    popt = _Pop.apply(Xs, tokens[t - 2], tape, lo, rows, a, b, split)
+                    popt = popt.view(B, G, rows, Q, G, Q).permute(0, 2, 3, 4, 5, 1)
+                    C = torch.cat([rep[:, :rows] + popt, rep[:, rows:], push[t - 1][:, None]], 1)
+                else:
+                    C = torch.cat([rep, push[t - 1][:, None]], 1)
+                Y = torch.cat([X[:, :, :, 0], bottom[t - 1][:, None]], 1)   # bottom level
             else:
-                lb = la[0][:, :, 0]
-                bpop = None
-            rows.append(push.permute(0, 4, 1, 2, 3).unsqueeze(2))       # push term, row t−1
-            lin = torch.cat(rows, dim=2) * ymask
-            s = lin.detach().amax(dim=(1, 2, 3, 4, 5))
-            s = torch.where(s > 0, s, torch.ones_like(s))
-            E = lin / s.view(B, 1, 1, 1, 1, 1)
-            cols.append(E)
-            stored += E.numel()
-            if D is not None and t - D - 1 >= 1:
-                cols[t - D - 1] = None              # no longer reachable: frees memory
-            P.append(P[t - 1] + m + torch.log(s))
-            # α (Eq. 4): Σ_i α[i][q,x] γ[i→t][q,x→r,y], i in [lo, t−1]
-            w = torch.stack([la[i] - P[i][:, None, None] for i in range(lo, t)], 1)
-            wm = _shift(w, (1, 2, 3))
-            acc = torch.einsum("biqx,byiqxr->bry", torch.exp(w - wm), E)
-            lat = _safe_log(acc) + wm.view(B, 1, 1) + P[t].view(B, 1, 1)
-            # bottom level, replace ⊥ by ⊥: Σ_s β[t−1][s] Δ[t][s,⊥→r,⊥]
-            brep = torch.logsumexp(lb[:, :, None] + ld[:, :, 0, :, G], dim=1)
-            beta = brep if bpop is None else torch.logaddexp(brep, bpop)
-            la.append(torch.cat([beta[:, :, None], lat[:, :, 1:]], dim=2))
-        log_alpha = torch.stack(la, dim=1)                             # (B, T+1, Q, G)
-        flat = log_alpha.reshape(B, T + 1, Q * G)
+                C = push[0][:, None]
+                Y = bottom[0][:, None]
+            with torch.no_grad():
+                s = C.amax(dim=(1, 2, 3, 4, 5))
+                s = torch.where(s > 0, s, 1.0)
+                P[t] += P[t - 1] + torch.log(s)
+            E = C / s.view(B, 1, 1, 1, 1, 1)
+            # Eq. 4: v[t] = log Σ_i e^{v[i]} E[i→t]; bottom: Σ_{k,u} e^{v[k]} X[k][u,⊥→r] / s
+            Vr = _Read.apply(tokens[t - 1], tape, plo, t)                # rows plo..t−1
+            with torch.no_grad():
+                wm = Vr.amax(dim=(0, 2, 3)).nan_to_num(neginf=0.0)
+            ev = torch.exp(Vr - wm[None, :, None, None]).permute(1, 0, 2, 3)    # (B, I', Q, G)
+            acc = torch.bmm(ev[:, lo - plo:].reshape(B, 1, -1), E.view(B, -1, QG)).view(B, Q, G)
+            accb = torch.bmm(ev[..., 0].reshape(B, 1, -1), Y.reshape(B, -1, Q)).view(B, Q, 1)
+            acc = torch.cat([accb / s.view(B, 1, 1), acc[:, :, 1:]], dim=2)
+            v = _safe_log(acc) + wm.view(B, 1, 1)
+            tokens.append(_Write.apply(E, v, tokens[t - 1], tape, t, lo))
+            vs.append(v)
+            prev = E
+        V = torch.stack(vs, dim=1)                                      # (B, T+1, Q, G)
+        Pb = P.t()
+        log_alpha = V + Pb[:, :, None, None]
+        flat = V.reshape(B, T + 1, QG)
         norm = torch.logsumexp(flat, dim=-1)
         alive = torch.isfinite(norm)
         safe = torch.where(alive[..., None], flat, torch.zeros_like(flat))
@@ -227,7 +327,7 @@ class NondeterministicStack(nn.Module):
                               torch.zeros_like(flat)).reshape(B, T + 1, Q, G)
         if self.mode == "ns":
             reading = reading.sum(dim=2)
-        return NSResult(log_alpha, reading, norm, stored)
+        return NSResult(log_alpha, reading, norm + Pb, tape.F.numel() + tape.V.numel())
 
 
-__all__ = ["NondeterministicStack", "NSResult", "valid_mask"]
+__all__ = ["NSResult", "NondeterministicStack", "valid_mask"]

@@ -1,0 +1,149 @@
+"""The NS-RNN stack module against Lang's algorithm and brute force (float64)."""
+
+import numpy as np
+import pytest
+import torch
+
+from pdanet.automata import BOTTOM
+from pdanet.automata import semiring as S
+from pdanet.automata.weighted import WeightedPDA, lang_log_batch, valid_ops_mask
+from pdanet.constructions.stacks.ns import NondeterministicStack
+from pdanet.errors import InputError
+
+
+def random_wpda(rng, Q, m, density=0.6):
+    G = m + 1
+    stack = tuple("abcdef"[:m])
+    sym = lambda j: BOTTOM if j == 0 else stack[j - 1]
+    valid = valid_ops_mask(G)
+    trans = {}
+    for a in "xy":
+        for q in range(Q):
+            for x in range(G):
+                for r in range(Q):
+                    for o in range(2 * G + 1):
+                        if valid[x, o] and rng.random() < density:
+                            op, y = ("pop", None) if o == 2 * G else \
+                                ("replace", sym(o - G)) if o >= G else ("push", sym(o))
+                            trans[(q, sym(x), a, r, op, y)] = float(rng.uniform(0.2, 2.0))
+    return WeightedPDA(range(Q), "xy", stack, trans, 0)
+
+
+@pytest.mark.parametrize("window", [None, 1, 2, 4])
+@pytest.mark.parametrize("Q,m", [(1, 1), (2, 2), (3, 2)])
+def test_module_equals_lang_and_brute_force(Q, m, window):
+    rng = np.random.default_rng(Q * 10 + m)
+    M = random_wpda(rng, Q, m)
+    W = torch.tensor(M.weight_tensor(S.LOG))
+    strings = ["".join(rng.choice(list("xy"), n)) for n in (0, 1, 3, 6)]
+    for s in strings:
+        ids = M.alphabet.encode(s)
+        res = NondeterministicStack(Q, m + 1, window=window)(W[ids][None])
+        got = torch.exp(res.log_alpha[0]).numpy()
+        assert np.allclose(got, M.chart(s, S.REAL, window).alpha, rtol=1e-9, atol=1e-12)
+        if len(s) <= 6:
+            assert np.allclose(got, M.brute_force(s, S.REAL, window), rtol=1e-9, atol=1e-12)
+        assert np.allclose(res.reading[0].numpy(), M.reading(s, window=window), atol=1e-12)
+
+
+def test_batch_ns_mode_and_gradients():
+    torch.manual_seed(3)
+    B, T, Q, G = 3, 7, 2, 3
+    la = torch.randn(B, T, Q, G, Q, 2 * G + 1, dtype=torch.float64, requires_grad=True)
+    rns = NondeterministicStack(Q, G)(la)
+    ns = NondeterministicStack(Q, G, mode="ns")(la)
+    assert torch.allclose(ns.reading, rns.reading.sum(2))
+    assert torch.allclose(rns.reading.sum((2, 3)), torch.ones(B, T + 1, dtype=torch.float64))
+    # each batch row alone gives the same answer
+    one = NondeterministicStack(Q, G)(la[1:2])
+    assert torch.allclose(one.log_alpha, rns.log_alpha[1:2])
+    f = lambda x: NondeterministicStack(Q, G, window=3)(x).log_norm[:, -1].sum()
+    assert torch.autograd.gradcheck(f, (la[:1, :5].detach().clone().requires_grad_(),))
+    rns.log_norm[:, -1].sum().backward()
+    assert torch.isfinite(la.grad).all()
+
+
+def test_windowed_equals_unlimited_when_window_covers_length_and_state_is_linear():
+    T, Q, G = 12, 2, 3
+    la = torch.randn(2, T, Q, G, Q, 2 * G + 1, dtype=torch.float64)
+    full = NondeterministicStack(Q, G)(la)
+    same = NondeterministicStack(Q, G, window=T)(la)
+    assert torch.allclose(full.log_alpha, same.log_alpha)
+    small = NondeterministicStack(Q, G, window=3)(la)
+    assert not torch.allclose(full.log_alpha, small.log_alpha)
+    sizes = {}
+    for T2 in (16, 32, 64):
+        x = torch.randn(1, T2, Q, G, Q, 2 * G + 1)
+        sizes[T2] = NondeterministicStack(Q, G, window=4)(x).stored
+    assert sizes[64] - sizes[32] == 2 * (sizes[32] - sizes[16])   # linear in T
+    full_sizes = [NondeterministicStack(Q, G)(torch.randn(1, n, Q, G, Q, 2 * G + 1)).stored
+                  for n in (8, 16)]
+    assert full_sizes[1] > 3 * full_sizes[0]                      # quadratic without a window
+
+
+@pytest.mark.parametrize("window", [None, 4])
+@pytest.mark.parametrize("Q,G,T", [(1, 2, 11), (2, 2, 7)])
+def test_gradcheck_including_the_pop_term_and_the_window_ring(Q, G, T, window):
+    torch.manual_seed(Q * 100 + T)
+    x = torch.randn(1, T, Q, G, Q, 2 * G + 1, dtype=torch.float64, requires_grad=True)
+    net = NondeterministicStack(Q, G, window=window)
+    w = torch.rand(1, T + 1, Q, G, dtype=torch.float64)
+
+    def f(z):
+        res = net(z)
+        return res.log_norm[:, -1].sum() + (res.reading * w).sum()
+
+    assert torch.autograd.gradcheck(f, (x,))
+
+
+@pytest.mark.parametrize("window", [None, 7])
+def test_long_batch_against_lang_and_a_directional_derivative(window):
+    """T = 60 (the split pop block, the window ring) against `lang_log_batch`; the gradient
+    against a central difference along a random direction."""
+    rng = np.random.default_rng(5)
+    B, T, Q, G = 2, 60, 2, 3
+    la = torch.tensor(rng.normal(size=(B, T, Q, G, Q, 2 * G + 1)), requires_grad=True)
+    net = NondeterministicStack(Q, G, window=window)
+    res = net(la)
+    ref = lang_log_batch(la.detach().numpy(), 0, window)
+    assert np.allclose(res.log_alpha.detach().numpy(), ref, rtol=1e-9, atol=1e-9)
+    w = torch.tensor(rng.random((B, T + 1, Q, G)))
+    loss = lambda r: r.log_norm.sum() + (r.reading * w).sum()
+    loss(res).backward()
+    v = torch.tensor(rng.normal(size=la.shape))
+    eps = 1e-6
+    with torch.no_grad():
+        fd = (loss(net(la + eps * v)) - loss(net(la - eps * v))) / (2 * eps)
+    assert torch.isclose((la.grad * v).sum(), fd, rtol=1e-6)
+    # a second backward through the same graph gives the same gradient (the tape is re-read)
+    g1 = la.grad.clone()
+    la.grad = None
+    res2 = net(la)
+    loss(res2).backward(retain_graph=True)
+    la.grad = None
+    loss(res2).backward()
+    assert torch.allclose(la.grad, g1)
+
+
+def test_float32_flushes_only_what_it_must():
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(3, 40, 2, 3, 2, 7))
+    got = NondeterministicStack(2, 3)(torch.tensor(x, dtype=torch.float32))
+    ref = lang_log_batch(x, 0)
+    assert np.allclose(got.log_alpha.numpy(), ref, rtol=1e-4, atol=1e-3)
+
+
+def test_bad_actions_are_typed_errors():
+    net = NondeterministicStack(2, 3)
+    with pytest.raises(InputError, match="expected"):
+        net(torch.zeros(1, 4, 2, 3, 2, 6))
+    with pytest.raises(InputError, match="tensor"):
+        net(torch.zeros(4, 2, 3, 2, 7))
+    bad = torch.zeros(1, 4, 2, 3, 2, 7)
+    bad[0, 0, 0, 0, 0, 0] = float("nan")
+    with pytest.raises(InputError, match="NaN"):
+        net(bad)
+    with pytest.raises(InputError):
+        NondeterministicStack(2, 3, window=0)
+    with pytest.raises(InputError, match="floating"):
+        net(torch.zeros(1, 4, 2, 3, 2, 7, dtype=torch.int64))
