@@ -8,6 +8,8 @@ Figures are built with the object-oriented API (no pyplot, no window): save them
   also the cells and the gates i, f, g, o (computed from the module's weights).
 - `stack_trace(actions)`: push/pop strengths, pushed vectors, strengths of stored cells and readings
   over time of a Grefenstette stack or queue (as in Figs. 5–6 of Hao et al. 2018).
+- `readings_heatmap(net, string)`: the NS-RNN's reading — the distribution over (state, top of
+  stack) — after each prefix (DuSell & Chiang 2021), against Lang's algorithm.
 - `bounds_plot(rows)`: hidden units against k (log scale) per construction, with the information
   floor ⌈log₂ Σ_{i≤m} kⁱ⌉.
 """
@@ -266,4 +268,38 @@ def bounds_plot(rows: Sequence[Any] | None = None):
     return fig
 
 
-__all__ = ["bounds_plot", "stack_trace", "trace_heatmap", "unit_labels"]
+def readings_heatmap(net: Any, string: Any, exact: bool = True):
+    """The reading of a compiled NS-RNN (``target="ns_rnn"``) after each prefix of `string`: one
+    column per (state, top) pair that is ever read, one row per prefix; with ``exact`` a second
+    panel shows the weighted PDA's own reading (Lang's algorithm) for comparison."""
+    if getattr(net, "target", None) != "ns_rnn":
+        raise InputError(f"readings_heatmap needs an ns_rnn network, got {getattr(net, 'target', net)!r}")
+    machine = net.machine
+    ids, _ = net.encode([string])
+    states, _ = net.forward(ids)
+    got = net.decode(states)["reading"][0]                     # (T+1, Q, G)
+    T1 = got.shape[0]
+    flat = got.reshape(T1, -1)
+    panels = [("network", flat)]
+    if exact:
+        want = machine.run_batch(ids.numpy())["reading"][0].reshape(T1, -1)
+        panels.append(("Lang's algorithm", want))
+    used = np.nonzero(np.max([p for _, p in panels], axis=0).max(axis=0) > 1e-6)[0]
+    tops = ["⊥"] + [str(x) for x in machine.stack_alphabet.symbols]
+    labels = [f"({machine.states[q]!s}, {tops[g]})"
+              for q, g in (divmod(int(j), len(tops)) for j in used)]
+    symbols = ["·"] + [str(x) for x in machine.alphabet.split(string)]
+    fig = _figure(3.2 * len(panels) + 1, 0.25 * T1 + 1.8)
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    for ax, (title, data) in zip(axes, panels):
+        im = ax.imshow(data[:, used], aspect="auto", cmap="viridis", vmin=0, vmax=1)
+        ax.set_title(title, fontsize=9)
+        ax.set_xticks(range(len(used)), labels, rotation=90, fontsize=7)
+        ax.set_yticks(range(T1), symbols, fontsize=7)
+        ax.set_xlabel("(state, top of stack)")
+    axes[0].set_ylabel("input read so far (· = initial)")
+    fig.colorbar(im, ax=list(axes), label="reading")
+    return fig
+
+
+__all__ = ["bounds_plot", "readings_heatmap", "stack_trace", "trace_heatmap", "unit_labels"]

@@ -98,3 +98,19 @@ def test_bounds_plot_lines_per_construction_and_floor():
                                                       if r.m == 2 and r.method == "hewitt"]
     with pytest.raises(InputError):
         plot.bounds_plot([])
+
+
+def test_readings_heatmap_matches_lang():
+    from pdanet.automata.weighted import WeightedPDA
+    from pdanet.plot import readings_heatmap
+
+    m = WeightedPDA.from_pda(pn.tasks.get("marked_reversal"))
+    net = pn.compile(m, target="ns_rnn")
+    fig = readings_heatmap(net, "01#10")
+    (net_ax, lang_ax) = fig.axes[:2]
+    got = net_ax.images[0].get_array()
+    want = lang_ax.images[0].get_array()
+    assert got.shape == (6, want.shape[1]) and np.allclose(got, want, atol=1e-5)
+    assert "⊥" in net_ax.get_xticklabels()[0].get_text()
+    with pytest.raises(pn.errors.InputError, match="ns_rnn"):
+        readings_heatmap(pn.compile(pn.tasks.dyck(2, 2), target="lstm"), "()")
