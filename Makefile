@@ -5,7 +5,7 @@ TORCH_SPEC ?= torch==2.13.0
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast setup graphviz lint bench clean
+.PHONY: demo test test-fast setup graphviz lint bench acceptance clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,9 @@ lint: setup
 
 bench: setup
 	for f in benchmarks/bench_*.py; do $(PY) $$f; done
+
+acceptance: setup
+	$(PY) benchmarks/acceptance.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache
