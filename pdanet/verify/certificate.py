@@ -369,6 +369,12 @@ def certify(machine: Machine, net: CompiledNetwork, dtype: torch.dtype | None = 
     own kernel at interval endpoints and assumes only its monotonicity, which lets saturated
     LSTM gates be exactly 1 and proves far longer lengths.
     """
+    if getattr(net, "target", None) in ("stack_rnn", "ns_rnn"):
+        from pdanet.verify import certify_stack
+
+        if net.target == "stack_rnn":
+            return certify_stack.certify_stack_rnn(machine, net, dtype=dtype, kernel=kernel)
+        return certify_stack.certify_ns_rnn(machine, net, dtype=dtype)
     if uses_structural(machine, net, max_configs):
         from pdanet.verify.structural import certify_structural
 
