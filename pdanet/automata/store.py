@@ -335,13 +335,9 @@ def _vocab(vocab_size: int) -> tuple:
     return tuple(f"s{i}" for i in range(vocab_size))
 
 
-def sequence_copy(vocab_size: int = 4, store: str = "queue") -> StoreTransducer:
-    """w #^|w| -> #^|w| w with a queue (enqueue w, then dequeue one symbol per #) or a deque
-    (push w on top, then pop the bottom). Domain: the strings read without blocking."""
-    if store not in ("queue", "deque"):
-        raise InputError(f"sequence copy needs a queue or a deque, not a {store!r}")
-    V = _vocab(vocab_size)
-    push, pop = ("push", "pop") if store == "queue" else ("push_top", "pop_bottom")
+def _read_then_write(V: tuple, push: str, pop: str) -> dict:
+    """Transitions of w #^|w| → #^|w| f(w): store each symbol of w (emitting #), then on each #
+    emit the symbol the store yields and remove it."""
     t: dict = {}
     for x in V:
         for s in V + (BOTTOM,):
@@ -349,6 +345,17 @@ def sequence_copy(vocab_size: int = 4, store: str = "queue") -> StoreTransducer:
     for s in V:
         for q in ("read", "write"):
             t[(q, BLANK, s)] = ("write", s, pop)
+    return t
+
+
+def sequence_copy(vocab_size: int = 4, store: str = "queue") -> StoreTransducer:
+    """w #^|w| -> #^|w| w with a queue (enqueue w, then dequeue one symbol per #) or a deque
+    (push w on top, then pop the bottom). Domain: the strings read without blocking."""
+    if store not in ("queue", "deque"):
+        raise InputError(f"sequence copy needs a queue or a deque, not a {store!r}")
+    V = _vocab(vocab_size)
+    push, pop = ("push", "pop") if store == "queue" else ("push_top", "pop_bottom")
+    t = _read_then_write(V, push, pop)
     return StoreTransducer(store, ("read", "write"), V + (BLANK,), V + (BLANK,), V, t, "read",
                            reads={"read": "bottom", "write": "bottom"} if store == "deque" else None,
                            name=f"sequence_copy_{store}")
@@ -360,13 +367,7 @@ def sequence_reversal(vocab_size: int = 4, store: str = "deque") -> StoreTransdu
         raise InputError(f"sequence reversal needs a stack or a deque, not a {store!r}")
     V = _vocab(vocab_size)
     push, pop = ("push", "pop") if store == "stack" else ("push_top", "pop_top")
-    t: dict = {}
-    for x in V:
-        for s in V + (BOTTOM,):
-            t[("read", x, s)] = ("read", BLANK, (push, x))
-    for s in V:
-        for q in ("read", "write"):
-            t[(q, BLANK, s)] = ("write", s, pop)
+    t = _read_then_write(V, push, pop)
     return StoreTransducer(store, ("read", "write"), V + (BLANK,), V + (BLANK,), V, t, "read",
                            name=f"sequence_reversal_{store}")
 
