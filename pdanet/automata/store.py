@@ -25,9 +25,10 @@ padding, width = the longest store in the batch, at least 1), ``size`` (-1 dead)
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Hashable, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -395,5 +396,13 @@ def bigram_flip(vocab_size: int = 4) -> StoreTransducer:
                            name="bigram_flip_queue")
 
 
-__all__ = ["StoreTransducer", "StoreConfig", "StoreMove", "STORE_KINDS", "sequence_copy",
-           "sequence_reversal", "bigram_flip", "BLANK"]
+__all__ = [
+    "BLANK",
+    "STORE_KINDS",
+    "StoreConfig",
+    "StoreMove",
+    "StoreTransducer",
+    "bigram_flip",
+    "sequence_copy",
+    "sequence_reversal",
+]
