@@ -22,7 +22,7 @@ from typing import Any, Hashable, Iterator, Mapping, Sequence
 import numpy as np
 
 from pdanet.automata.alphabet import Alphabet
-from pdanet.errors import InputError
+from pdanet.errors import AutomatonError, InputError
 
 OUTPUT_KINDS = ("accept", "next_set", "symbol")
 
@@ -153,6 +153,24 @@ class Machine(ABC):
         return ids, lengths
 
 
+class StateIndexed:
+    """Mixin for machines with a finite tuple ``states`` and a ``_state_index`` dict."""
+
+    states: tuple
+    _state_index: dict
+
+    @property
+    def num_states(self) -> int:
+        return len(self.states)
+
+    def state_index(self, q: Hashable) -> int:
+        """The position of state `q`; AutomatonError naming it when it is not a state."""
+        try:
+            return self._state_index[q]
+        except KeyError:
+            raise AutomatonError(f"{q!r} is not a state of {self!r}") from None
+
+
 def hold_after_length(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Repeat each row's value at its length over the padding that follows (in place, returned)."""
     T1 = values.shape[1]
@@ -162,4 +180,4 @@ def hold_after_length(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.take_along_axis(values, np.broadcast_to(gather, idx.shape + values.shape[2:]), axis=1)
 
 
-__all__ = ["Machine", "Step", "BatchTrace", "OUTPUT_KINDS", "hold_after_length"]
+__all__ = ["Machine", "Step", "BatchTrace", "OUTPUT_KINDS", "StateIndexed", "hold_after_length"]

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from pdanet.automata.alphabet import Alphabet
-from pdanet.automata.base import BatchTrace, Machine, hold_after_length
+from pdanet.automata.base import BatchTrace, Machine, StateIndexed, hold_after_length
 from pdanet.errors import AutomatonError, DeterminismError, InputError
 
 END = "$"
@@ -38,7 +38,7 @@ class DFAConfig:
     last_output: Hashable | None = None
 
 
-class DFA(Machine):
+class DFA(StateIndexed, Machine):
     """A deterministic finite automaton, optionally a Mealy transducer (immutable, validated)."""
 
     def __init__(
@@ -206,16 +206,6 @@ class DFA(Machine):
         return f"<{kind}{label}: {len(self.states)} states, {len(self.alphabet)} symbols>"
 
     # --- properties ---------------------------------------------------------------------------
-    @property
-    def num_states(self) -> int:
-        return len(self.states)
-
-    def state_index(self, q: Hashable) -> int:
-        try:
-            return self._state_index[q]
-        except KeyError:
-            raise AutomatonError(f"{q!r} is not a state of {self!r}") from None
-
     @property
     def is_complete(self) -> bool:
         return bool((self.table >= 0).all())

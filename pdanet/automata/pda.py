@@ -34,7 +34,7 @@ from typing import Any, Hashable, Iterable, Mapping, Sequence
 import numpy as np
 
 from pdanet.automata.alphabet import BOTTOM, EPSILON, Alphabet
-from pdanet.automata.base import BatchTrace, Machine
+from pdanet.automata.base import BatchTrace, Machine, StateIndexed
 from pdanet.errors import (
     AutomatonError,
     CompileError,
@@ -355,7 +355,7 @@ def _cyclic_components(succ: Mapping[Any, set]) -> list[tuple]:
 
 
 # --- the deterministic core shared by DPDA and DPDT --------------------------------------------
-class DeterministicPushdown(Machine):
+class DeterministicPushdown(StateIndexed, Machine):
     """Validation, simulation and normal form shared by `DPDA` and `DPDT`.
 
     Internally a transition is ``(q, a, X) -> (q2, out, gamma)`` with ``out`` a tuple of output
@@ -446,16 +446,6 @@ class DeterministicPushdown(Machine):
     @property
     def input_alphabet(self) -> Alphabet:
         return self.alphabet
-
-    @property
-    def num_states(self) -> int:
-        return len(self.states)
-
-    def state_index(self, q: Hashable) -> int:
-        try:
-            return self._state_index[q]
-        except KeyError:
-            raise AutomatonError(f"{q!r} is not a state of {self!r}") from None
 
     @property
     def is_realtime(self) -> bool:
