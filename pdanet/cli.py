@@ -476,14 +476,15 @@ def _verify(args: argparse.Namespace, out: TextIO) -> int:
 
 def _certify_args(p: argparse.ArgumentParser) -> None:
     add_network_arguments(p)
-    p.add_argument("--kernel", choices=("ulp", "monotone"), default="ulp",
-                   help="model of tanh/sigmoid rounding: ulp (a few ulps, default) or monotone "
-                        "(the library's kernel at interval ends; proves longer LSTM lengths)")
+    p.add_argument("--kernel", choices=("ulp", "saturating"), default="ulp",
+                   help="model of tanh/sigmoid rounding: ulp (a few ulps; default, retried with "
+                        "saturating when it does not prove every length) or saturating (ulp plus "
+                        "exact saturation checked on this build's kernels)")
     p.add_argument("--min-scale", action="store_true",
                    help="also search the smallest β that certifies (bisection, to 1%%)")
-    p.add_argument("--min-length", type=int, default=10**6,
-                   help="with --min-scale: a certificate counts when it covers every length or "
-                        "at least this many steps (default 10^6)")
+    p.add_argument("--min-length", type=int, default=None,
+                   help="with --min-scale: a certificate also counts when it covers at least "
+                        "this many steps (default: only every length counts)")
     p.add_argument("--eps", type=float, help="cap on the box radius (default: searched)")
     p.add_argument("--max-configs", type=int, default=200_000,
                    help="most abstract configurations the enumerative certifier explores "
@@ -511,7 +512,7 @@ def _certificate_dict(cert: Any) -> dict[str, Any]:
 
 @command("certify", "prove agreement for every length (or say where the proof breaks); "
                     "exit status 1 when not certified",
-         "pdanet certify dyck --k 2 --m 3 --target lstm --kernel monotone --min-scale\n"
+         "pdanet certify dyck --k 2 --m 3 --target lstm --min-scale\n"
          "  pdanet certify dyck --k 100000 --m 3 --target lstm", _certify_args)
 def _certify(args: argparse.Namespace, out: TextIO) -> int:
     net, _, _ = build_network(args)
@@ -527,9 +528,10 @@ def _certify(args: argparse.Namespace, out: TextIO) -> int:
             min_beta, _ = min_scale(net.machine, net, dtype=net.dtype, kernel=args.kernel,
                                     min_length=args.min_length)
         except CertificationError as exc:
+            span = ("every length" if args.min_length is None
+                    else f"every length or {args.min_length:,} steps")
             min_error = (f"no smallest β found: {exc} (a certificate counts when it covers "
-                         f"{args.min_length:,} steps; lower --min-length or try "
-                         "--kernel monotone)")
+                         f"{span}; try --min-length)")
     cert, certifier = certify_network(net.machine, net, kernel=args.kernel, eps=args.eps,
                                       max_configs=args.max_configs)
     ok = bool(getattr(cert, "ok", False))

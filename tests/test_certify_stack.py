@@ -41,13 +41,13 @@ def test_required_certificates_all_lengths_float32(nets, name, memory):
     assert cert.cases > 0 and cert.configs > 0
     assert cert.readout_margin > 0 and cert.state_margin > 0
     # the ulp model cannot prove exact saturation: the fallback is said
-    assert cert.kernel == "monotone"
+    assert cert.kernel == "saturating"
     assert any("ulp kernel model" in n for n in cert.notes)
 
 
-def test_monotone_kernel_directly_and_float64(nets):
+def test_saturating_kernel_directly_and_float64(nets):
     m, net = nets["reversal", "grefenstette"]
-    cert = certify_stack_rnn(m, net, kernel="monotone")
+    cert = certify_stack_rnn(m, net, kernel="saturating")
     assert cert.ok and cert.all_lengths and not any("ulp kernel" in n for n in cert.notes)
     cert64 = certify_stack_rnn(m, net, dtype=torch.float64)
     assert cert64.ok and cert64.dtype == "float64"

@@ -151,10 +151,10 @@ def test_certify_ok_and_json(capsys):
     assert code == 0 and err == ""
     assert out.startswith("CERTIFIED for every length: elman/hewitt")
     code, out, _ = run(capsys, "certify", "dyck", "--k", "2", "--m", "2", "--target", "lstm",
-                       "--kernel", "monotone", "--json")
+                       "--json")
     d = json.loads(out)
-    assert code == 0 and d["ok"] is True and d["kernel"] == "monotone"
-    assert d["certifier"] == "enumerative" and d["max_length"] > 10**6
+    assert code == 0 and d["ok"] is True and d["kernel"] == "saturating"
+    assert d["certifier"] == "enumerative" and d["all_lengths"] is True
 
 
 def test_certify_weak_scale_exits_1(capsys):
@@ -207,7 +207,7 @@ def test_certify_huge_dyck_uses_the_structural_module(capsys):
                        "lstm", "--method", "compact", "--json")
     d = json.loads(out)
     assert d["certifier"] == "structural" and code == 0 and d["ok"] is True
-    assert d["max_length"] >= 100
+    assert d["all_lengths"] is True and d["kernel"] == "saturating"
 
 
 # --- bounds -------------------------------------------------------------------------------------

@@ -64,3 +64,118 @@ def test_saturated_sigmoid_keeps_tiny_upper_bound_positive():
 def test_interval_can_exclude_wrong_values():
     z = iv.affine(np.eye(2), iv.Interval.around(np.array([1.0, -1.0]), 0.01), None, torch.float32)
     assert not z.contains(np.array([1.5, -1.0])).all()
+
+
+# --- the LSTM cell update with exact nearest rounding ----------------------------------------------
+
+def _round32(x) -> float:
+    """The float32 nearest to the exact rational x (ties to even)."""
+    from fractions import Fraction
+
+    x = Fraction(x)
+    r = np.float32(float(x))
+    cands = [np.nextafter(r, np.float32(-np.inf)), r, np.nextafter(r, np.float32(np.inf))]
+    dist = [abs(Fraction(float(c)) - x) for c in cands]
+    best = min(dist)
+    ties = [c for c, d in zip(cands, dist) if d == best]
+    even = [c for c in ties if int(np.array(c, dtype=np.float32).view(np.int32)) % 2 == 0]
+    return float((even or ties)[0])
+
+
+def _box32(rng, shape, lo, hi):
+    a, b = rng.uniform(lo, hi, shape), rng.uniform(lo, hi, shape)
+    return iv.to_dtype(iv.Interval(np.minimum(a, b), np.maximum(a, b)), torch.float32)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), saturated=st.booleans())
+def test_lstm_cell_contains_both_evaluation_orders(seed, saturated):
+    """c' = f·c + i·g in float32, as ATen computes it (two products, one sum) and as a fused
+    multiply-add computes it (exact f·c, one rounding), lies in `lstm_cell`'s enclosure."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(seed)
+    n = 6
+    f = (iv.Interval.point(np.ones(n)) if saturated else _box32(rng, n, 0, 1))
+    i = _box32(rng, n, 0, 1e-6 if saturated else 1)
+    c, g = _box32(rng, n, -2, 2), _box32(rng, n, -1, 1)
+    out = iv.lstm_cell(f, c, i, g, torch.float32)
+    for _ in range(20):
+        pts = [torch.tensor(_sample(b, rng, 1)[0], dtype=torch.float32) for b in (f, c, i, g)]
+        pts = [torch.clamp(p, torch.tensor(b.lo, dtype=torch.float32),
+                           torch.tensor(b.hi, dtype=torch.float32)) for p, b in zip(pts, (f, c, i, g))]
+        fp, cp, ip, gp = pts
+        aten = (fp * cp + ip * gp).double().numpy()
+        assert out.contains(aten).all()
+        p = (ip * gp).double().numpy()
+        fused = np.array([_round32(Fraction(float(a)) * Fraction(float(b)) + Fraction(float(q)))
+                          for a, b, q in zip(fp.double().numpy(), cp.double().numpy(), p)])
+        assert out.contains(fused).all()
+
+
+def test_saturated_cell_box_is_invariant():
+    """f = 1 exactly and |i·g| below half an ulp of the box ends: the box maps onto itself —
+    outward rounding would grow it every step."""
+    c = iv.to_dtype(iv.Interval.around(np.array([1.0, -1.0, 0.0]), 0.01), torch.float32)
+    f = iv.Interval.point(np.ones(3))
+    i = iv.Interval(np.zeros(3), np.full(3, 1e-10))
+    g = iv.Interval(np.full(3, -1.0), np.full(3, 1.0))
+    out = iv.lstm_cell(f, c, i, g, torch.float32)
+    assert (out.lo == c.lo).all() and (out.hi == c.hi).all()
+    grown = iv.add(iv.mul(f, c, torch.float32), iv.mul(i, g, torch.float32), torch.float32)
+    assert (grown.hi > c.hi).all()
+
+
+def test_module_lstm_step_lies_in_the_enclosure():
+    """End to end against nn.LSTM itself (oneDNN on CPU): affine → gates → cell → h."""
+    rng = np.random.default_rng(0)
+    torch.manual_seed(0)
+    H, X = 5, 3
+    lstm = torch.nn.LSTM(X, H, batch_first=True)
+    with torch.no_grad():
+        for p in lstm.parameters():
+            p.mul_(8)
+    W = {k: v.detach().double().numpy() for k, v in lstm.state_dict().items()}
+    x = torch.tensor(rng.normal(size=(64, 1, X)), dtype=torch.float32)
+    h0 = torch.tensor(rng.uniform(-1, 1, (1, 64, H)), dtype=torch.float32)
+    c0 = torch.tensor(rng.uniform(-2, 2, (1, 64, H)), dtype=torch.float32)
+    with torch.no_grad():
+        out, (_, c1) = lstm(x, (h0, c0))
+    for model in iv.KERNEL_MODELS:
+        previous = iv.set_kernel_model(model)
+        try:
+            inp = iv.Interval.point(np.concatenate([x[:, 0].double().numpy(),
+                                                    h0[0].double().numpy()], 1))
+            Wcat = np.concatenate([W["weight_ih_l0"], W["weight_hh_l0"]], 1)
+            z = iv.affine(Wcat, inp, W["bias_ih_l0"] + W["bias_hh_l0"], torch.float32,
+                          extra_terms=1)
+            zi, zf, zg, zo = (z[:, k * H:(k + 1) * H] for k in range(4))
+            cell = iv.lstm_cell(iv.sigmoid(zf, torch.float32), iv.Interval.point(c0[0].double().numpy()),
+                                iv.sigmoid(zi, torch.float32), iv.tanh(zg, torch.float32),
+                                torch.float32)
+            h = iv.mul(iv.sigmoid(zo, torch.float32), iv.tanh(cell, torch.float32), torch.float32)
+        finally:
+            iv.set_kernel_model(previous)
+        assert cell.contains(c1[0].double().numpy()).all(), model
+        assert h.contains(out[:, 0].double().numpy()).all(), model
+
+
+def test_saturation_thresholds_hold_for_every_kernel():
+    sat = iv.saturation(torch.float32)
+    assert 17 < sat.sigmoid < 18 and 9 < sat.tanh < 10 and "every float32" in sat.checked
+    z = torch.tensor([sat.sigmoid, sat.sigmoid * 1.5, 1e6], dtype=torch.float32)
+    assert (torch.sigmoid(z) == 1).all() and (iv._layer_probe("sigmoid", z) == 1).all()
+    t = torch.tensor([sat.tanh, 20.0, 1e30], dtype=torch.float32)
+    for k in (torch.tanh, lambda v: iv._layer_probe("tanh", v),
+              lambda v: iv._layer_probe("rnn_tanh", v)):
+        assert (k(t) == 1).all() and (k(-t) == -1).all()
+    # just below the threshold some kernel is not yet exactly 1
+    below = torch.tensor([np.nextafter(np.float32(sat.sigmoid), np.float32(0))])
+    assert (torch.sigmoid(below) < 1).any() or (iv._layer_probe("sigmoid", below) < 1).any()
+    # the saturating model uses them: a gate beyond the threshold is exactly 1
+    previous = iv.set_kernel_model("saturating")
+    try:
+        s = iv.sigmoid(iv.Interval(np.array([sat.sigmoid]), np.array([50.0])), torch.float32)
+    finally:
+        iv.set_kernel_model(previous)
+    assert s.lo[0] == 1.0 and s.hi[0] == 1.0

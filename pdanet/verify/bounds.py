@@ -97,9 +97,8 @@ def table(
     `pdanet.automata.dyck`; ``options`` are passed to `pdanet.compile`.
 
     With ``min_scale`` each row also gets the smallest β that certifies (`certify.min_scale`,
-    float32; every length for Elman networks, ≥ 10⁶ steps under the monotone kernel model for
-    LSTMs), to compare with the construction's own β and the blanket β = 10⁴
-    (`HEWITT_BLANKET_SCALE`) of the original code of Hewitt et al."""
+    float32, every length; LSTMs under the saturating kernel model, see `certify`), to compare
+    with the construction's own β and the blanket β = 10⁴ (`HEWITT_BLANKET_SCALE`) of the original code of Hewitt et al."""
     if machine_factory is None:
         from pdanet.automata import dyck as machine_factory
     targets, methods = tuple(targets), tuple(methods)
@@ -138,9 +137,8 @@ def _least_scale(machine, net) -> tuple[str | None, str]:
     from pdanet.errors import CertificationError
     from pdanet.verify.certificate import min_scale
 
-    kernel = "monotone" if net.target == "lstm" else "ulp"
     try:
-        beta, _ = min_scale(machine, net, kernel=kernel)
+        beta, _ = min_scale(machine, net)
     except CertificationError as exc:
         return None, f"min β not found: {exc}"
     return f"{float(beta):.4g}", ""

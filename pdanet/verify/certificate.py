@@ -15,13 +15,17 @@ the ε-box of the machine's configuration on every string all of whose prefixes 
 length, and its outputs agree with the machine's at every step.
 
 Every enclosure is computed by `pdanet.verify.intervals` in the module's dtype (outward rounding,
-a rigorous bound on each float operation), so the proof covers the float32 (or float64) module
-that actually runs, not an idealised real-valued one. Nothing is sampled.
+a rigorous bound on each float operation; the LSTM cell update, whose operations round to
+nearest, exactly up to the box), so the proof covers the float32 (or float64) module that
+actually runs, not an idealised real-valued one. Nothing is sampled.
 
-LSTM cells (c = f·c + i·g) are not contracting where the forget gate is saturated at 1: each step
-may move a cell by the gates' rounding error. When the box is not invariant for that reason alone,
-the certificate bounds the drift D per step (the own-cell term enters with a factor ≤ 1) and
-proves agreement for every length L with ρ₀·(1+2u)^L + L·D·(1+2u)^L ≤ ε, and says so.
+LSTM cells (c = f·c + i·g) are not contracting where the forget gate is saturated at 1. Under the
+"saturating" kernel model the gate is exactly 1, the increment i·g is below half an ulp of the
+box's endpoints, and `intervals.lstm_cell` (exact nearest rounding) maps the box onto itself: the
+box is invariant and the proof covers every length. Under the "ulp" model alone f may be 1 − O(u)
+and the cell drifts: the certificate bounds the drift D per step (the own-cell term enters with a
+factor ≤ 1) and proves agreement for every length L with ρ₀·(1+2u)^L + L·D·(1+2u)^L ≤ ε, and
+says so.
 """
 
 from __future__ import annotations
@@ -326,15 +330,15 @@ def _one_pass(pb: _Problem, R: np.ndarray, chunk: int) -> _Pass:
                 gi, gf, go = iv.sigmoid(zi, dtype), iv.sigmoid(zf, dtype), iv.sigmoid(zo, dtype)
                 gg = iv.tanh(zg, dtype)
                 c_box = iv.Interval.around(E[rows, H:], R[H:])
-                ig = iv.mul(gi, gg, dtype)
-                cn = iv.add(iv.mul(gf, c_box, dtype), ig, dtype)
+                cn = iv.lstm_cell(gf, c_box, gi, gg, dtype)
                 hn = iv.mul(go, iv.tanh(cn, dtype), dtype)
                 out = iv.Interval(np.concatenate([hn.lo, cn.lo], 1), np.concatenate([hn.hi, cn.hi], 1))
                 # own cell as a point: the radius it carries is multiplied by f ≤ 1
-                cpt = iv.add(iv.mul(gf, iv.Interval.point(E[rows, H:]), dtype), ig, dtype)
+                cpt = iv.lstm_cell(gf, iv.Interval.point(E[rows, H:]), gi, gg, dtype)
                 d = np.maximum(cpt.hi - T[:, H:], T[:, H:] - cpt.lo)
                 d_box = np.maximum(cn.hi - T[:, H:], T[:, H:] - cn.lo)
-                kept = d_box <= R[None, H:]
+                # a case contracts the box (to ≤ R/2) or counts as drift: ρ′ ≤ (1+2u)ρ + d
+                kept = d_box <= 0.5 * R[None, H:]
                 settled[H:] = np.maximum(settled[H:], np.where(kept, d_box, 0).max(axis=0))
                 drift[H:] = np.maximum(drift[H:], np.where(kept, 0, d).max(axis=0))
             d_all = np.maximum(out.hi - T, T - out.lo)
@@ -365,16 +369,38 @@ def certify(machine: Machine, net: CompiledNetwork, dtype: torch.dtype | None = 
     large to enumerate go to the structural certifier (`uses_structural`).
 
     ``kernel`` says how tanh and sigmoid kernels are modelled (`intervals.set_kernel_model`):
-    ``"ulp"`` (default) bounds their error by a few ulps; ``"monotone"`` evaluates the library's
-    own kernel at interval endpoints and assumes only its monotonicity, which lets saturated
-    LSTM gates be exactly 1 and proves far longer lengths.
+    ``"ulp"`` (default) bounds their error by a few ulps; ``"saturating"`` adds exact
+    saturation (σ = 1, tanh = ±1 beyond thresholds checked on this build's kernels), which is
+    what makes a saturated forget gate exactly 1 and an LSTM certificate hold for every length.
+    Under ``"ulp"``, a certificate that does not cover every length is retried under
+    ``"saturating"``; the returned certificate's ``kernel`` names the model its proof used, and
+    a note gives what the ulp model alone proved.
     """
+    if kernel not in iv.KERNEL_MODELS:
+        raise CertificationError(f"kernel must be one of {iv.KERNEL_MODELS}, got {kernel!r}")
     if getattr(net, "target", None) in ("stack_rnn", "ns_rnn"):
         from pdanet.verify import certify_stack
 
         if net.target == "stack_rnn":
             return certify_stack.certify_stack_rnn(machine, net, dtype=dtype, kernel=kernel)
         return certify_stack.certify_ns_rnn(machine, net, dtype=dtype)
+    cert = _certify_under(machine, net, dtype, eps, max_configs, chunk, kernel)
+    if kernel == "ulp" and not (cert.ok and cert.all_lengths):
+        sat = _certify_under(machine, net, dtype, eps, max_configs, chunk, "saturating")
+        if sat.ok and (sat.all_lengths or not cert.ok
+                       or (sat.max_length or 0) > (cert.max_length or 0)):
+            what = ("fails" if not cert.ok else
+                    f"holds for every length ≤ {cert.max_length:,}")
+            z = iv.saturation(dtype if dtype is not None else net.dtype)
+            note = (f"under the ulp kernel model alone the proof {what}; this one adds exact "
+                    f"saturation of the kernels (σ(z) = 1 for z ≥ {z.sigmoid:.6g}, tanh(z) = ±1 "
+                    f"for |z| ≥ {z.tanh:.6g}; checked: {z.checked})")
+            return replace(sat, notes=sat.notes + (note,))
+    return cert
+
+
+def _certify_under(machine: Machine, net: CompiledNetwork, dtype: torch.dtype | None,
+                   eps: float | None, max_configs: int, chunk: int, kernel: str) -> Certificate:
     if uses_structural(machine, net, max_configs):
         from pdanet.verify.structural import certify_structural
 
@@ -414,13 +440,13 @@ def uses_structural(machine: Machine, net: CompiledNetwork, max_configs: int) ->
 
 
 def min_scale(machine: Machine, construction: CompiledNetwork | str | tuple[str, str],
-              dtype: torch.dtype = torch.float32, min_length: int = 10**6,
+              dtype: torch.dtype = torch.float32, min_length: int | None = None,
               kernel: str = "ulp", rel_tol: float = 0.01, **options) -> tuple[Any, Certificate]:
     """The smallest saturation scale β (to `rel_tol`) at which the construction certifies, by
     bisection on β with the construction's exact weights; returns (β, its certificate).
 
     ``construction`` is a compiled network, "target/method", or (target, method). A certificate
-    counts when it holds for every length, or for at least `min_length` steps (LSTMs).
+    counts when it holds for every length, or (given `min_length`) for at least that many steps.
     """
     import sympy as sp
 
@@ -439,7 +465,8 @@ def min_scale(machine: Machine, construction: CompiledNetwork | str | tuple[str,
             cert = certify(machine, net.with_scale(beta), kernel=kernel, **options)
         except CertificationError:  # e.g. too weakly saturated to have few centres
             return None
-        ok = cert.ok and (cert.all_lengths or (cert.max_length or 0) >= min_length)
+        ok = cert.ok and (cert.all_lengths or (min_length is not None
+                                               and (cert.max_length or 0) >= min_length))
         return cert if ok else None
 
     hi = sp.Rational(net.scale)
@@ -555,7 +582,7 @@ def _certify(pb: _Problem, cap: float, chunk: int, t0: float) -> Certificate:
     D = float(ps.drift[cells].max())
     # a cell whose box is kept lands within `settled`; one that moves grows by ≤ D per step
     rho0 = max(float(dev0[cells].max()), float(ps.settled[cells].max()))
-    if D == 0.0:
+    if D == 0.0 and rho0 == 0.0:  # points map exactly onto points
         return result(True, True, None, None, state_margin, ps.readout_slack, cases)
     if D >= cap - rho0:
         j = int(np.argmax(np.where(cells, ps.drift, -np.inf)))

@@ -52,8 +52,8 @@ length ≤ 2^p).
 
 Exact saturation needs tanh(βz) to *round to exactly ±1*: the "ulp" kernel model (tanh within a
 few ulps of the true value) can never prove that, so under ``kernel="ulp"`` the certifier falls
-back to the "monotone" model (the library's own tanh evaluated at the pre-activation bounds in
-the dtype; tanh(32) is exactly 1.0f) and says so in a note. Under the ulp model alone strengths
+back to the "saturating" model (the ulp model plus exact saturation: tanh(z) = ±1 for |z| beyond
+a threshold checked on this build's kernels, `intervals.saturation`) and says so in a note. Under the ulp model alone strengths
 would only be within ~1e-6 of {0, 1}, and ghost strengths pushed on no-op steps accumulate
 without re-saturating (their sum grows linearly in the length): no length-free bound holds there.
 
@@ -306,18 +306,6 @@ def memory_check(net: CompiledNetwork, steps: int | None = None, limit: int = 20
 
 
 # --- the stack-RNN certificate ----------------------------------------------------------------------
-def _tanh_saturation(dtype: torch.dtype) -> float:
-    """The smallest z of the dtype at which the library's tanh returns exactly 1."""
-    lo, hi = 0.0, 64.0
-    for _ in range(80):
-        mid = (lo + hi) / 2
-        if float(torch.tanh(torch.tensor(mid, dtype=dtype))) == 1.0:
-            hi = mid
-        else:
-            lo = mid
-    return hi
-
-
 def _parse_labels(net: CompiledNetwork, linear: bool) -> tuple[int | None, dict]:
     """(index of the start unit, {(c, a, R or None): unit index}) from the declared labels."""
     start, units = None, {}
@@ -336,7 +324,7 @@ def certify_stack_rnn(machine, net: CompiledNetwork, dtype: torch.dtype | None =
                       kernel: str = "ulp") -> Certificate:
     """Prove that a compiled stack RNN (target ``"stack_rnn"``) agrees with `machine` at every
     length by exact saturation (module docstring). ``kernel="ulp"`` cannot prove exact
-    saturation and falls back to the "monotone" kernel model, with a note; the returned
+    saturation and falls back to the "saturating" kernel model, with a note; the returned
     certificate's ``kernel`` names the model the proof used."""
     if net.target != "stack_rnn":
         raise CertificationError(f"certify_stack_rnn needs a stack_rnn network, got {net.construction}")
@@ -353,11 +341,11 @@ def certify_stack_rnn(machine, net: CompiledNetwork, dtype: torch.dtype | None =
     if kernel == "ulp" and not cert.ok and cert.failing is not None \
             and cert.failing.unit_label.startswith("tanh"):
         ulp_fail = cert.failing
-        cert = _certify_with(machine, net, "monotone", t0)
+        cert = _certify_with(machine, net, "saturating", t0)
         note = ("the ulp kernel model bounds tanh only within a few ulps of ±1, which cannot "
                 "prove exact saturation (first such case: " + str(ulp_fail) + "); the proof "
-                "uses the monotone model: the library's own tanh, evaluated in the dtype at the "
-                "pre-activation bounds, returns exactly ±1")
+                "uses the saturating model: tanh(z) is exactly ±1 for |z| ≥ "
+                f"{iv.saturation(net.dtype).tanh:.6g} ({iv.saturation(net.dtype).checked})")
         cert = _replace(cert, notes=cert.notes + (note,))
     return cert
 
@@ -392,7 +380,7 @@ def _run(machine, net: CompiledNetwork, kernel: str, t0: float) -> Certificate:
     on, off = (1.0, 0.0) if linear else (1.0, -1.0)
     chans = tuple(module.channels)
     width = codes.shape[1]
-    z_sat = _tanh_saturation(dtype)
+    z_sat = iv.saturation(dtype).tanh
     notes = ["agreement covers every unpadded string whose prefixes are all live",
              "boxes are points (ε = 0): every state, strength and reading is exact (Lemmas 1, 2, E)"]
     if memory == "grefenstette":

@@ -459,15 +459,15 @@ def _pass(md: _Model, W: dict, cs: _Cases, R: np.ndarray, dtype: torch.dtype) ->
         gi, gf = iv.sigmoid(z[:, 0], dtype), iv.sigmoid(z[:, 1], dtype)
         gg, go = iv.tanh(z[:, 2], dtype), iv.sigmoid(z[:, 3], dtype)
         c_box = iv.Interval.around(cs.own, R[H + cs.unit, cs.state])
-        ig = iv.mul(gi, gg, dtype)
-        cn = iv.add(iv.mul(gf, c_box, dtype), ig, dtype)
+        cn = iv.lstm_cell(gf, c_box, gi, gg, dtype)
         hn = iv.mul(go, iv.tanh(cn, dtype), dtype)
         Th, Tc = cs.target[:, 0], cs.target[:, 1]
         # own cell as a point: the radius it carries is multiplied by f ≤ 1
-        cpt = iv.add(iv.mul(gf, iv.Interval.point(cs.own), dtype), ig, dtype)
+        cpt = iv.lstm_cell(gf, iv.Interval.point(cs.own), gi, gg, dtype)
         d_pt = np.maximum(cpt.hi - Tc, Tc - cpt.lo)
         d_box = np.maximum(cn.hi - Tc, Tc - cn.lo)
-        kept = d_box <= R[H + cs.unit, cs.succ]
+        # a case contracts the box (to ≤ R/2) or counts as drift: ρ′ ≤ (1+2u)ρ + d
+        kept = d_box <= 0.5 * R[H + cs.unit, cs.succ]
         np.maximum.at(settled, H + cs.unit, np.where(kept, d_box, 0.0))
         np.maximum.at(drift, H + cs.unit, np.where(kept, 0.0, d_pt))
         dcase = np.stack([np.maximum(hn.hi - Th, Th - hn.lo), d_box], 1)
@@ -756,7 +756,7 @@ def _certify(md: _Model, net: CompiledNetwork, W: dict, cs: _Cases, rng: _Ranges
     # cells still moving: a cell's radius grows by ≤ D per step ((1+2u)ρ + D); holds while ≤ cap
     D = float(ps.drift[cells].max())
     rho0 = max(float(dev0[cells].max()), float(ps.settled[cells].max()))
-    if D == 0.0:
+    if D == 0.0 and rho0 == 0.0:  # points map exactly onto points
         return result(True, True, None, None, state_margin, rslack, cases)
     if D >= cap - rho0:
         j = int(np.argmax(np.where(cells, ps.drift, -np.inf)))
