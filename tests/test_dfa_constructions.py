@@ -65,6 +65,29 @@ def compare(net, ids: np.ndarray) -> None:
             )
 
 
+def minsky_units(dfa: DFA, reachable_only: bool = True) -> int:
+    """Oracle for the Minsky unit count, by plain loops: distinct (state entered, symbol, output)
+    over the transitions of the (reachable) states; transitions into the dead state count (one
+    per symbol) only when "every unit off" must stand for the start (Mealy machines, or no
+    transition re-enters the start)."""
+    n, k = dfa.table.shape
+    start = dfa.state_index(dfa.start)
+    seen, todo = {start}, [start]
+    while todo:
+        p = todo.pop()
+        for a in range(k):
+            q = int(dfa.table[p, a])
+            if q >= 0 and q not in seen:
+                seen.add(q)
+                todo.append(q)
+    sources = sorted(seen) if reachable_only else range(n)
+    trans = [(int(dfa.table[p, a]), a,
+              int(dfa.out_table[p, a]) if dfa.out_table is not None else -1)
+             for p in sources for a in range(k)]
+    start_is_a_unit = dfa.output_kind != "symbol" and any(q == start for q, _, _ in trans)
+    return len({t for t in trans if t[0] >= 0 or not start_is_a_unit})
+
+
 def compile_(dfa: DFA, target: str, method: str, **kw):
     return pn.compile(dfa, target=target, method=method, **kw)
 
@@ -82,6 +105,8 @@ dfas = st.builds(
 def test_exhaustive_agreement(target, method, dfa):
     net = compile_(dfa, target, method)
     assert net.hidden_units == net.bound_value
+    if method == "minsky":
+        assert net.hidden_units == minsky_units(dfa) <= len(dfa.states) * len(dfa.alphabet)
     ids = all_strings(len(dfa.alphabet))
     assert net.forward(torch.as_tensor(ids[:1]))[0].shape[-1] == net.hidden_units
     compare(net, ids)
@@ -132,21 +157,58 @@ def test_bounds_and_scale_arguments():
     dfa = random_dfa(np.random.default_rng(1), 12, 5, "accept")
     n, k = 12, 5
     minsky = compile_(dfa, "elman", "minsky")
-    start_entered = bool((dfa.table == dfa.state_index(dfa.start)).any())
-    extra = 0 if start_entered else 1
-    assert minsky.bound == sp.Symbol("Q") * sp.Symbol("S") + extra
-    assert minsky.hidden_units == n * k + extra
-    pruned = compile_(dfa, "elman", "minsky", reachable_only=True)
-    reach = int(dfa_rnn.reachable_states(dfa).sum())
-    assert pruned.hidden_units == pruned.bound_value == reach * k + extra
-    mealy = random_dfa(np.random.default_rng(1), 12, 5, "mealy")
-    assert compile_(mealy, "lstm", "minsky").hidden_units == n * k + 1  # the initial output
+    assert minsky.bound == sp.Symbol("P")
+    assert minsky.hidden_units == minsky.bound_value == minsky_units(dfa) <= n * k
+    everything = compile_(dfa, "elman", "minsky", reachable_only=False)
+    assert everything.hidden_units == minsky_units(dfa, False) <= n * k
     so = compile_(dfa, "second_order", "omlin_giles")
     assert so.hidden_units == n and so.bound == sp.Symbol("Q")
-    for net in (minsky, pruned, so, compile_(dfa, "lstm", "minsky")):
+    for net in (minsky, everything, so, compile_(dfa, "lstm", "minsky")):
         assert net.scale >= net.info["beta_min"]
         assert "β" in net.scale_argument
         assert net.margin > 0
+
+
+@pytest.mark.parametrize("target", ["elman", "lstm"])
+@pytest.mark.parametrize("missing", [0.0, 0.3])
+def test_mealy_pairs_without_start_unit(target, missing):
+    """Mealy machines get at most |Q|·|Σ| units, no start unit: the all-off state stands for the
+    start (first output "none"), and the dead units hold."""
+    rng = np.random.default_rng(11)
+    n, k = 9, 3
+    table = rng.integers(1, n, size=(n, k))  # states ≥ 1 only: 0 is never re-entered …
+    table[rng.random((n, k)) < missing] = -1
+    table[n - 1] = n - 1  # … and state n-1 is unreachable unless a transition hits it
+    mealy = DFA.from_table(table, "abc", 0, [], out_table=rng.integers(0, 2, size=(n, k)),
+                           output_alphabet="xy")
+    reach = int(dfa_rnn.reachable_states(mealy).sum())
+    full = compile_(mealy, target, "minsky", reachable_only=False)
+    pruned = compile_(mealy, target, "minsky")
+    assert full.hidden_units == full.bound_value == minsky_units(mealy, False) <= n * k
+    assert pruned.hidden_units == pruned.bound_value == minsky_units(mealy) <= reach * k
+    assert len(full.unit_labels) == full.hidden_units
+    assert not any("start" in label for label in full.unit_labels)
+    h0 = full.forward(torch.as_tensor([[0]]))[0][0, 0].numpy()
+    assert (h0 == (-1 if target == "elman" else 0)).all()  # every unit off: the start
+    for net in (full, pruned):
+        compare(net, all_strings(k, 7))
+        compare(net, rng.integers(0, k, size=(4, 2000)))
+    for name in ("cumulative_xor", "delayed_xor", "modular_counter"):
+        task = pn.tasks.get(name)
+        net = compile_(task, target, "minsky")
+        assert net.hidden_units == minsky_units(task) <= len(task.states) * len(task.alphabet)
+        compare(net, all_strings(len(task.alphabet), 8))
+
+
+def test_recogniser_never_reentering_start_has_no_start_unit():
+    dfa = DFA([0, 1, 2], "ab", {(0, "a"): 1, (0, "b"): 2, (1, "a"): 2, (1, "b"): 1,
+                                (2, "a"): 1}, 0, [1])  # partial: (2, b) is dead
+    for target, method in TARGETS:
+        net = compile_(dfa, target, method)
+        assert net.hidden_units == net.bound_value
+        if method == "minsky":  # →1 on a, →2 on b, →2 on a, →1 on b, dead on b
+            assert net.hidden_units == 5 and net.info["all_off_state"] == 0
+        compare(net, all_strings(2, 10))
 
 
 def test_logit_margins_hold():

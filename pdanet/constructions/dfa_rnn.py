@@ -2,11 +2,12 @@
 
 Four constructions, all real-time except ``compressed`` (two network steps per symbol):
 
-- ``elman/minsky`` (default for "elman"): Minsky (1967, ch. 3) — one tanh unit per pair
-  (state p, symbol a), on exactly when the last step read a in state p (plus a start unit only
-  when no pair enters the start state or the machine is a Mealy transducer).
-  Units: ``Q*S`` (``Q*S + 1`` with a start unit).
-- ``lstm/minsky`` (default for "lstm"): the same pairs, but the conjunction "in state p and
+- ``elman/minsky`` (default for "elman"): Minsky (1967, ch. 3) — one tanh unit per (state
+  entered q, last symbol a[, last output]) of a reachable transition, on exactly when the last
+  step read a and entered q. Units: ``P ≤ Q*S``; no start unit — when no unit can stand for the
+  start (Mealy machines, whose first output is "none"; machines never re-entering the start),
+  the all-off state stands for it (see `PairUnits`).
+- ``lstm/minsky`` (default for "lstm"): the same units, but the conjunction "in state p and
   reading a" is a *product* of gates: the input gate opens on the symbol, the output gate on the
   state. Units: as for ``elman/minsky``.
 - ``second_order/omlin_giles`` (default): Omlin & Giles (1996), ``h_t = σ(β(W[x_t] h_{t-1} + b))``
@@ -16,8 +17,9 @@ Four constructions, all real-time except ``compressed`` (two network steps per s
   table (in the spirit of Horne & Hush 1996), two network steps per symbol; about
   ``2·sqrt(Q·S·F)`` units for F coded output functions (see `compile_compressed`).
 
-Common conventions. A partial DFA's implicit dead state is "no unit on" (Minsky, second order) or
-an explicit sink code (compressed); it decodes to state -1. Weights are integers times β (the
+Common conventions. A partial DFA's implicit dead state is "no unit on" (second order; Minsky
+unless all-off stands for the start, then a holding dead pair) or an explicit sink code
+(compressed); it decodes to state -1. Weights are integers times β (the
 saturation scale); β comes from a margin argument written into ``scale_argument``: if every unit
 is within ε of its ideal value, every pre-activation is within L·ε of an ideal value of magnitude
 ≥ 1, where L is the largest L1 norm of a row's coefficients on the hidden units, so a large enough
@@ -96,28 +98,31 @@ def num_outputs(dfa: DFA) -> int:
     return len(dfa.output_alphabet) + 1
 
 
-def _readout_sets(dfa: DFA, tau: np.ndarray, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Which units vote for each logit: (member (O, N) bool, negated (O,) bool).
+def _readout_sets(dfa: DFA, tau: np.ndarray, out: np.ndarray, off: int = -1
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Which configs make each logit positive: (m (O, N) bool, m0 (O,) bool).
 
-    A unit u stands for "now in state tau[u] (-1 dead), the last output was out[u] (-1 none)".
-    Logit o is positive iff the (single) on unit is in member[o]; a negated logit is positive iff
-    no member unit is on (used for "none", which must also hold when every unit is off).
+    A unit u stands for "now in state tau[u] (-1 dead), the last output was out[u] (-1 none)";
+    "every unit off" stands for state `off` (-1 dead) with no output yet. m[o, u] says logit o is
+    positive when u is the on unit, m0[o] when every unit is off.
     """
     n = dfa.num_states
     safe_tau = np.where(tau >= 0, tau, n)
+    safe_off = off if off >= 0 else n
     if dfa.output_kind == "accept":
         acc = np.append(dfa.accepting_mask, False)
-        return acc[safe_tau][None, :], np.zeros(1, dtype=bool)
+        return acc[safe_tau][None, :], acc[[safe_off]]
     if dfa.output_kind == "next_set":
-        return dfa.next_set_table[safe_tau].T.copy(), np.zeros(len(dfa.output_alphabet), bool)
+        ns = np.vstack([dfa.next_set_table[:n], np.zeros((1, len(dfa.output_alphabet)), bool)])
+        return ns[safe_tau].T.copy(), ns[safe_off].copy()
     k = len(dfa.output_alphabet)
-    member = np.zeros((k + 1, tau.shape[0]), dtype=bool)
+    m = np.zeros((k + 1, tau.shape[0]), dtype=bool)
     has = out >= 0
-    member[out[has], np.nonzero(has)[0]] = True
-    member[k] = has
-    neg = np.zeros(k + 1, dtype=bool)
-    neg[k] = True
-    return member, neg
+    m[out[has], np.nonzero(has)[0]] = True
+    m[k] = ~has
+    m0 = np.zeros(k + 1, dtype=bool)
+    m0[k] = True
+    return m, m0
 
 
 @dataclass(frozen=True)
@@ -137,15 +142,18 @@ class OutputReader:
 
 @dataclass(frozen=True)
 class ArgmaxDecoder:
-    """States → {"state": label of the most active unit, or -1 when none exceeds `threshold`}."""
+    """States → {"state": label of the most active unit, or `default` (the state that "every
+    unit off" stands for; -1 = dead) when none exceeds `threshold`}."""
 
     labels: np.ndarray
     threshold: float
+    default: int = -1
 
     def __call__(self, states: np.ndarray) -> dict[str, np.ndarray]:
         idx = states.argmax(axis=-1)
         top = np.take_along_axis(states, idx[..., None], axis=-1)[..., 0]
-        return {"state": np.where(top > self.threshold, self.labels[idx], -1).astype(np.int64)}
+        return {"state": np.where(top > self.threshold, self.labels[idx],
+                                  self.default).astype(np.int64)}
 
 
 def _identity_embedding(k: int) -> ExactWeight:
@@ -161,27 +169,49 @@ def _scale(value: Any) -> sp.Rational:
 
 @dataclass(frozen=True)
 class PairUnits:
-    """One unit per pair (src, sym); tau = state entered (-1 dead), out = output emitted (-1
-    none). ``initial`` is the unit that is on in h0: a pair entering the start state when one
-    exists and the machine's initial output does not depend on the last transition (recogniser,
-    generator), so no extra unit is needed; otherwise an extra start unit (src = sym = -1)."""
+    """One unit per (state entered, last symbol, last output) triple (q, a, o) of the kept
+    transitions: on when the last step read a and entered q emitting o. tau = q (-1 dead), sym =
+    a, out = o (-1 none). ``trans_src``/``trans_unit``: each kept transition's source state and
+    unit.
 
-    src: np.ndarray
-    sym: np.ndarray
+    ``off`` is the state that "every unit off" stands for, ``initial`` the unit on in h0 (-1:
+    none). Recognisers and generators whose start state is entered by some transition use such a
+    unit as the initial one (their readout depends only on tau) and off = -1 (dead), so the
+    transitions into the dead state need no unit. Otherwise (Mealy machines, whose initial output
+    is "none", and machines that never re-enter the start) all units start off and off = the start
+    state; then the transitions into the dead state on a symbol a share one unit (dead, a) that
+    *holds* (stays on), so that dead and start are told apart."""
+
     tau: np.ndarray
+    sym: np.ndarray
     out: np.ndarray
+    trans_src: np.ndarray
+    trans_unit: np.ndarray
     initial: int
-
-    @property
-    def has_start_unit(self) -> bool:
-        return bool(self.src[self.initial] < 0)
+    off: int
 
     @property
     def size(self) -> int:
         return int(self.tau.shape[0])
 
+    @property
+    def hold(self) -> np.ndarray:
+        """The dead units (present only when off ≠ dead): they stay on once on."""
+        return self.tau < 0
 
-def pair_units(dfa: DFA, reachable_only: bool) -> PairUnits:
+    def state_rows(self, num_states: int) -> tuple[np.ndarray, np.ndarray]:
+        """(A (N, N) int, c (N,) int): [state ∈ Src(u)] = A[u]·b + c[u] for 0/1 unit values b
+        with at most one on, where Src(u) = the sources of u's transitions. [state = p] is the sum
+        of the units entering p, plus 1 - Σ b when p is the state `off` stands for."""
+        src = np.zeros((self.size, num_states), dtype=bool)
+        src[self.trans_unit, self.trans_src] = True
+        A = (src[:, np.maximum(self.tau, 0)] & (self.tau >= 0)[None, :]).astype(np.int64)
+        c = src[:, self.off].astype(np.int64) if self.off >= 0 else np.zeros(self.size, np.int64)
+        return A - c[:, None], c
+
+
+def pair_units(dfa: DFA, reachable_only: bool = True) -> PairUnits:
+    """The units of the transitions from every (``reachable_only``: every reachable) state."""
     n, k = dfa.table.shape
     p, a = np.divmod(np.arange(n * k), k)
     if reachable_only:
@@ -189,65 +219,69 @@ def pair_units(dfa: DFA, reachable_only: bool) -> PairUnits:
         p, a = p[keep], a[keep]
     start = dfa.state_index(dfa.start)
     tau = dfa.table[p, a]
-    entering = np.nonzero(tau == start)[0]
-    if dfa.output_kind != "symbol" and entering.size:
-        out = np.full(tau.shape, -1, dtype=np.int64)
-        return PairUnits(p, a, tau, out, int(entering[0]))
-    tau = np.concatenate([[start], tau])
-    out = np.full(tau.shape, -1, dtype=np.int64)
-    if dfa.out_table is not None:
-        out[1:] = dfa.out_table[p, a]
-    return PairUnits(np.concatenate([[-1], p]), np.concatenate([[-1], a]), tau, out, 0)
+    out = dfa.out_table[p, a] if dfa.out_table is not None else np.full(tau.shape, -1)
+    off = -1 if dfa.output_kind != "symbol" and (tau == start).any() else start
+    if off < 0:  # entering the dead state = every unit off: no unit needed
+        live = tau >= 0
+        p, a, tau, out = p[live], a[live], tau[live], out[live]
+    triples, unit = np.unique(np.stack([tau, a, out], axis=1).astype(np.int64), axis=0,
+                              return_inverse=True)
+    unit = unit.reshape(-1)
+    initial = int(np.nonzero(triples[:, 0] == start)[0][0]) if off < 0 else -1
+    return PairUnits(triples[:, 0].copy(), triples[:, 1].copy(), triples[:, 2].copy(), p, unit,
+                     initial, off)
 
 
-def _pair_bound(dfa: DFA, units: PairUnits, reachable_only: bool):
-    """Q·S (or P pairs of reachable states), plus 1 when a separate start unit is needed."""
+def _pair_bound(dfa: DFA, units: PairUnits):
+    """P = the number of (state entered, last symbol, last output) triples, ≤ Q·S."""
     n, k = dfa.table.shape
-    extra = 1 if units.has_start_unit else 0
-    if reachable_only:
-        P = sp.Symbol("P")
-        return P + extra, {"P": units.size - extra, "Q": n, "S": k}
-    return Q * S + extra, {"Q": n, "S": k}
+    return sp.Symbol("P"), {"P": units.size, "Q": n, "S": k}
 
 
-def _in_matrix(units: PairUnits) -> np.ndarray:
-    """(N, N) int: entry (u, v) = 1 when unit v puts the machine in the state unit u reads in."""
-    return (units.tau[None, :] == units.src[:, None]).astype(np.int64) * (units.src[:, None] >= 0)
+def _readout_rows(dfa: DFA, units: PairUnits) -> tuple[np.ndarray, np.ndarray]:
+    """(O, N) int R and (O,) int m0 with logit_o = 2·[config ∈ S_o] - 1 = 2(R·b + m0) - 1 for 0/1
+    unit values b: R = m - m0, where m[o, u] says unit u's config is in S_o and m0[o] says the
+    all-off config is."""
+    m, m0 = _readout_sets(dfa, units.tau, units.out, units.off)
+    return m.astype(np.int64) - m0.astype(np.int64)[:, None], m0.astype(np.int64)
 
 
 @register(DFA, "elman", "minsky", default=True)
 def compile_minsky(machine: DFA, dtype: torch.dtype = torch.float32, scale: Any = None,
-                   reachable_only: bool = False, max_dense: int | None = None
+                   reachable_only: bool = True, max_dense: int | None = None
                    ) -> CompiledNetwork:
-    """Minsky's construction in a tanh ``nn.RNN`` (units ±1).
+    """Minsky's construction in a tanh ``nn.RNN`` (units ±1), P ≤ Q·S units.
 
-    Unit (p, a) (Minsky 1967, §3.5: one McCulloch–Pitts cell per state × input) has pre-activation
-    ``β(Σ_{v: τ(v)=p} h_v + |In(p)| - 3 + 2[x=a])``; with h ∈ {±1} and at most one unit on, this is
-    ``β(2[state=p] + 2[x=a] - 3) ∈ β·{1, -1, -3}`` (the σ(z) = (1 + tanh(z/2))/2 image of the
-    threshold cell [state=p ∧ x=a]). In ``h0`` a pair entering the start state is on (or the
-    start unit, when one is needed; see `PairUnits`). With
-    ``reachable_only`` the pairs of unreachable states are dropped (bound ``P + 1``).
+    Unit u = (q, a, o) (Minsky 1967, §3.5: one McCulloch–Pitts cell per state × input; here per
+    state entered × last input, so the cells of transitions with one effect are merged) is the
+    threshold cell ``[state ∈ Src(u) ∧ x = a]``, i.e. ``2[state ∈ Src(u)] + 2[x = a] - 3 > 0``
+    (plus ``4·b_u`` for a holding unit, see `PairUnits`), where ``[state ∈ Src(u)] = A[u]·b +
+    c[u]`` is linear in the 0/1 unit values b (`PairUnits.state_rows`). Every ideal
+    pre-activation is an odd integer; with b = (h + 1)/2 it becomes an integer row on h ∈ {±1} (the σ(z) =
+    (1 + tanh(z/2))/2 image of the cell). Readout: logit_o = 2[config ∈ S_o] - 1, also linear in
+    b (`_readout_rows`). ``reachable_only`` (default) drops the transitions of unreachable states;
+    transitions into the dead state need no unit unless all-off stands for the start.
     """
     dfa = _check(machine, "elman")
     n, k = dfa.table.shape
     units = pair_units(dfa, reachable_only)
     N = units.size
     _guard(N * N, f"elman/minsky for {dfa!r} ({N:,} units)", max_dense)
-    W = _in_matrix(units)
-    indeg = W.sum(axis=1)
-    is_pair = units.src >= 0
-    bias = np.where(is_pair, indeg - 3, -1)
+    A, c = units.state_rows(n)
+    W01 = 2 * A + 4 * np.diag(units.hold.astype(np.int64))  # coefficients on b (all even)
+    W = W01 // 2  # on h, since b = (h + 1)/2
+    bias = W.sum(axis=1) + 2 * c - 3
     W_ih = np.zeros((N, k), dtype=np.int64)
-    W_ih[np.nonzero(is_pair)[0], units.sym[is_pair]] = 2
-    member, neg = _readout_sets(dfa, units.tau, units.out)
-    sign = np.where(neg, -1, 1)
-    R = member.astype(np.int64) * sign[:, None]
-    r = sign * (member.sum(axis=1) - 1)
-    L = int(max(indeg.max(initial=1), member.sum(axis=1).max(initial=1), 1))
+    W_ih[np.arange(N), units.sym] = 2
+    R01, m0 = _readout_rows(dfa, units)  # logit = 2 R01·b + 2 m0 - 1 = R01·h + Σ R01 + 2 m0 - 1
+    R = R01
+    r = R.sum(axis=1) + 2 * m0 - 1
+    L = int(max(np.abs(W).sum(axis=1).max(initial=1), np.abs(R).sum(axis=1).max(initial=1), 1))
     beta_min = sp.log(4 * L - 1)
     beta = _scale(scale) if scale is not None else sp.ceiling(beta_min)
     h0 = -np.ones(N, dtype=np.int64)
-    h0[units.initial] = 1
+    if units.initial >= 0:
+        h0[units.initial] = 1
     O = num_outputs(dfa)
     weights = {
         "h0": ExactWeight(h0, 1, scaled=False),
@@ -260,10 +294,10 @@ def compile_minsky(machine: DFA, dtype: torch.dtype = torch.float32, scale: Any 
         "readout.bias": ExactWeight(r.astype(np.int64)),
     }
     module = load_exact(RecurrentNet("rnn", k, k, N, O), weights, beta, dtype)
-    bound, params = _pair_bound(dfa, units, reachable_only)
+    bound, params = _pair_bound(dfa, units)
     argument = (
         f"Units are ±1. If each is within ε of ±1, every pre-activation (before β) is within L·ε "
-        f"of an odd integer, L = {L} (largest row L1 norm on h: in-degrees and readout sets). "
+        f"of an odd integer, L = {L} (largest row L1 norm on h, recurrent and readout rows). "
         f"With ε = 1/(2L) its magnitude is ≥ 1/2, and tanh(β/2) ≥ 1 - ε iff β ≥ ln(4L - 1) "
         f"= {float(beta_min):.4f}; so the ε-invariant holds at every step (h0 is exact) and every "
         f"logit has the right sign with |logit| ≥ β/2. Chosen β = {beta}."
@@ -271,11 +305,11 @@ def compile_minsky(machine: DFA, dtype: torch.dtype = torch.float32, scale: Any 
     return CompiledNetwork(
         machine=dfa, module=module, target="elman", method="minsky", hidden_units=N,
         bound=bound, params=params, weights=weights, scale=beta,
-        decoder=ArgmaxDecoder(units.tau, 0.0), reader=OutputReader(dfa.output_kind),
+        decoder=ArgmaxDecoder(units.tau, 0.0, units.off), reader=OutputReader(dfa.output_kind),
         margin=sp.Rational(1, 2), scale_argument=argument,
         unit_labels=_pair_labels(dfa, units),
         info={"reachable_pairs": int(reachable_states(dfa).sum()) * k, "minsky_bound": n * k,
-              "L": L, "beta_min": beta_min},
+              "L": L, "beta_min": beta_min, "all_off_state": units.off},
     )
 
 
@@ -283,48 +317,58 @@ def _pair_labels(dfa: DFA, units: PairUnits) -> tuple[str, ...]:
     if units.size > 10_000:
         return ()
     syms, states = dfa.alphabet.symbols, dfa.states
-    return tuple("start" if p < 0 else f"({states[p]!r},{syms[a]!r})"
-                 for p, a in zip(units.src, units.sym))
+    outs = dfa.output_alphabet.symbols if dfa.out_table is not None else ()
+    return tuple(("dead" if q < 0 else f"→{states[q]!r}") + f" on {syms[a]!r}"
+                 + (f" / {outs[o]!r}" if o >= 0 else "")
+                 for q, a, o in zip(units.tau.tolist(), units.sym.tolist(), units.out.tolist()))
 
 
 @register(DFA, "lstm", "minsky", default=True)
 def compile_lstm(machine: DFA, dtype: torch.dtype = torch.float32, scale: Any = None,
-                 reachable_only: bool = False, max_dense: int | None = None) -> CompiledNetwork:
-    """Minsky's pairs in an ``nn.LSTM``, the conjunction done by gate products.
+                 reachable_only: bool = True, max_dense: int | None = None) -> CompiledNetwork:
+    """Minsky's units (see `compile_minsky`) in an ``nn.LSTM``, the conjunction done by gate
+    products; P ≤ Q·S units.
 
-    For pair unit u = (p, a), with gate order (i, f, g, o) and pre-activations before β:
-    ``i = σ(β(2[x=a] - 1))`` (opens on the symbol), ``f = σ(-β)`` (forget), ``g = tanh(β)``,
-    ``o = σ(β(2 Σ_{v: τ(v)=p} h_v - 1))`` (opens on the state). So ``c' ≈ [x=a]`` and
-    ``h' = o·tanh(c') ≈ [state=p]·[x=a]·tanh(1)``. Start unit: i = f = σ(-β), h0 = 3/4, c0 = 0.
+    For unit u = (q, a, o), with gate order (i, f, g, o) and pre-activations before β:
+    ``i = σ(β(2[x=a] - 1 + 4h_u·hold))`` (opens on the symbol), ``f = σ(-β)`` (forget),
+    ``g = tanh(β)``, ``o = σ(β(2(A[u]·h + c[u]) - 1 + 4h_u·hold))`` (opens on the state; A, c
+    from `PairUnits.state_rows`, so [state ∈ Src(u)] is read with h in place of the 0/1 value).
+    So ``c' ≈ [x=a]`` and ``h' = o·tanh(c') ≈ [state ∈ Src(u)]·[x=a]·tanh(1)``; a holding unit
+    keeps both gates open while it is on. h0 = 3/4 on the initial unit (if any), else 0; c0 = 0.
 
-    Proof of the invariant "off units |h| ≤ 6δ, on units h ∈ [3/4 - 6δ, 4/5], |c| ≤ 2", where
-    δ ≥ σ(-β/4): |c'| ≤ δ|c| + 1 ≤ 2. On (x = a, state p): c' ≥ (1-δ)(1-2δ) - 2δ ≥ 1 - 5δ, so
-    h ≥ (1-δ)(tanh 1 - 5δ) ≥ 3/4 - 6δ, and h ≤ tanh(1 + 2δ) ≤ 4/5. Off by symbol: |c'| ≤ 3δ;
-    off by state: o ≤ δ; either way |h| ≤ 3δ. The o pre-activation 2Σh - 1 is ≥ 1/2 - 12Lδ
-    when the state is p and ≤ -1 + 12Lδ otherwise (L = largest in-degree or readout set); with
-    δ = 1/(48L) both have magnitude ≥ 1/4, and σ(-β/4) ≤ δ iff β ≥ 4 ln(48L - 1).
+    Proof of the invariant "off units |h| ≤ 6δ, the on unit (at most one) h ∈ [3/4 - 6δ, 4/5],
+    |c| ≤ 2", where δ ≥ σ(-β/4): |c'| ≤ δ|c| + 1 ≤ 2. On (x = a and state ∈ Src(u), or holding):
+    c' ≥ (1-δ)(1-2δ) - 2δ ≥ 1 - 5δ, so h ≥ (1-δ)(tanh 1 - 5δ) ≥ 3/4 - 6δ, and h ≤ tanh(1 + 2δ)
+    ≤ 4/5. Off by symbol: |c'| ≤ 3δ; off by state: o ≤ δ; either way |h| ≤ 3δ. Let L be the
+    largest row L1 norm on h over 2 (gates and readout). Off units move a row by ≤ 12Lδ, and its
+    ideal value (on unit at 3/4 … 4/5) is ≥ 1/2 or ≤ -1/2 (e.g. 2·3/4 - 1, 1 - 2·3/4, -1 + 4·3/4),
+    so with δ = 1/(48L) every gate and logit has magnitude ≥ 1/4, and σ(-β/4) ≤ δ iff
+    β ≥ 4 ln(48L - 1).
     """
     dfa = _check(machine, "lstm")
     n, k = dfa.table.shape
     units = pair_units(dfa, reachable_only)
     N = units.size
     _guard(4 * N * N, f"lstm/minsky for {dfa!r} ({N:,} units)", max_dense)
-    Win = _in_matrix(units)
-    is_pair = units.src >= 0
+    A, c = units.state_rows(n)
+    hold = 4 * np.diag(units.hold.astype(np.int64))
     W_hh = np.zeros((4 * N, N), dtype=np.int64)
-    W_hh[3 * N:] = 2 * Win
+    W_hh[:N] = hold
+    W_hh[3 * N:] = 2 * A + hold
     W_ih = np.zeros((4 * N, k), dtype=np.int64)
-    W_ih[np.nonzero(is_pair)[0], units.sym[is_pair]] = 2
-    b = np.concatenate([-np.ones(N), -np.ones(N), np.ones(N), -np.ones(N)]).astype(np.int64)
-    member, neg = _readout_sets(dfa, units.tau, units.out)
-    sign = np.where(neg, -1, 1)
-    R = 2 * member.astype(np.int64) * sign[:, None]
-    r = -sign
-    L = int(max(Win.sum(axis=1).max(initial=1), member.sum(axis=1).max(initial=1), 1))
+    W_ih[np.arange(N), units.sym] = 2
+    one = np.ones(N, dtype=np.int64)
+    b = np.concatenate([-one, -one, one, 2 * c - 1])
+    R01, m0 = _readout_rows(dfa, units)
+    R = 2 * R01
+    r = 2 * m0 - 1
+    L = int(max(np.abs(W_hh).sum(axis=1).max(initial=2), np.abs(R).sum(axis=1).max(initial=2),
+                2)) // 2
     beta_min = 4 * sp.log(48 * L - 1)
     beta = _scale(scale) if scale is not None else sp.ceiling(beta_min)
     h0 = np.zeros(N, dtype=object)
-    h0[units.initial] = sp.Rational(3, 4)
+    if units.initial >= 0:
+        h0[units.initial] = sp.Rational(3, 4)
     O = num_outputs(dfa)
     weights = {
         "c0": ExactWeight(np.zeros(N, dtype=np.int64), 1, scaled=False),
@@ -338,7 +382,7 @@ def compile_lstm(machine: DFA, dtype: torch.dtype = torch.float32, scale: Any = 
         "readout.bias": ExactWeight(r.astype(np.int64)),
     }
     module = load_exact(RecurrentNet("lstm", k, k, N, O), weights, beta, dtype)
-    bound, params = _pair_bound(dfa, units, reachable_only)
+    bound, params = _pair_bound(dfa, units)
     argument = (
         f"Gate saturation δ = 1/(48L) with L = {L}; see compile_lstm's docstring: the invariant "
         f"(off |h| ≤ 6δ, on h ∈ [3/4-6δ, 4/5]) holds when β ≥ 4 ln(48L - 1) = "
@@ -348,10 +392,10 @@ def compile_lstm(machine: DFA, dtype: torch.dtype = torch.float32, scale: Any = 
     return CompiledNetwork(
         machine=dfa, module=module, target="lstm", method="minsky", hidden_units=N,
         bound=bound, params=params, weights=weights, scale=beta,
-        decoder=ArgmaxDecoder(units.tau, 3 / 8), reader=OutputReader(dfa.output_kind),
+        decoder=ArgmaxDecoder(units.tau, 3 / 8, units.off), reader=OutputReader(dfa.output_kind),
         margin=sp.Rational(1, 4), scale_argument=argument,
         unit_labels=_pair_labels(dfa, units),
-        info={"minsky_bound": n * k, "L": L, "beta_min": beta_min},
+        info={"minsky_bound": n * k, "L": L, "beta_min": beta_min, "all_off_state": units.off},
     )
 
 
@@ -415,11 +459,11 @@ def compile_second_order(machine: DFA, dtype: torch.dtype = torch.float32, scale
     valid = targets >= 0
     indeg = np.zeros((k, M + 1), dtype=np.int64)
     np.add.at(indeg, (np.nonzero(valid)[0], targets[valid]), 1)
-    member, neg = _readout_sets(dfa, state, out)
-    sign = np.where(neg, -1, 1)
-    R = 2 * member.astype(np.int64) * sign[:, None]
-    r = -sign
-    L = int(max(2 * indeg.max(initial=1), 2 * member.sum(axis=1).max(initial=1), 1))
+    m, m0 = _readout_sets(dfa, state, out)  # h = 0 everywhere: dead, no output
+    R01 = m.astype(np.int64) - m0.astype(np.int64)[:, None]
+    R = 2 * R01  # logit = 2(R01·h + m0) - 1
+    r = 2 * m0.astype(np.int64) - 1
+    L = int(max(2 * indeg.max(initial=1), np.abs(R).sum(axis=1).max(initial=1), 1))
     beta_min = 2 * sp.log(2 * L - 1)
     beta = _scale(scale) if scale is not None else sp.ceiling(beta_min)
     h0 = np.zeros(M, dtype=np.int64)
@@ -688,7 +732,7 @@ def compile_compressed(machine: DFA, dtype: torch.dtype = torch.float32, scale: 
         weights=weights, scale=beta, decoder=decoder, reader=OutputReader(dfa.output_kind),
         margin=sp.Rational(1, 2), steps_per_symbol=2, scale_argument=argument,
         info={"low": low, "features": feats.names, "points_per_feature": sizes,
-              "worst_case_bound": H * k + lb + F * low, "minsky_bound": n * k + 1,
+              "worst_case_bound": H * k + lb + F * low, "minsky_bound": n * k,
               "L": L, "beta_min": beta_min},
     )
 

@@ -41,8 +41,12 @@ class SecondOrderRNN(nn.Module):
     def step(self, h: torch.Tensor, symbol_ids: torch.Tensor) -> torch.Tensor:
         """One update from states ``h`` (B, H) on symbols (B,)."""
         a = symbol_ids.clamp(min=0)
-        if not self.sparse:
-            z = torch.bmm(self.weight[a], h.unsqueeze(2)).squeeze(2)
+        if not self.sparse:  # rows grouped by symbol: one (rows, H) @ (H, H) product per symbol
+            order = torch.argsort(a, stable=True)
+            counts = torch.bincount(a, minlength=self.num_symbols).tolist()
+            parts = torch.split(h[order], counts)
+            z_sorted = torch.cat([p @ self.weight[s].T for s, p in enumerate(parts)])
+            z = torch.empty_like(z_sorted).index_copy(0, order, z_sorted)
         else:
             H = self.hidden_size
             tgt = self.targets[a]  # (B, H): where each source unit sends its value
