@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 import sympy as sp
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pdanet as pn
 from pdanet.automata.bounded import DyckKM
@@ -370,3 +372,66 @@ def test_reader_and_decoder_shapes():
         assert dec["depth"].shape == (len(ids), 4)
         out = net.readout(logits)
         assert out.dtype == bool and out.shape == (len(ids), 4, 7)
+
+
+def reference_decode(net, states: np.ndarray) -> dict[str, np.ndarray]:
+    """The decoders' definition, written directly: threshold each unit (LSTM: |c| > ½; Elman:
+    u_P + u_Q > ½, i.e. g_P + g_Q > −1), `code.decode` each slot; Elman slots are top first, so
+    depth = number of non-empty slots and stack[i] = slot depth − 1 − i."""
+    from pdanet.constructions.dyck_codes import CODES
+
+    machine = net.machine
+    code = CODES[net.method](machine.k)
+    m, d, H = machine.m, code.d, net.hidden_units
+    if net.target == "lstm":
+        slots = code.decode((np.abs(states[..., H:]) > 0.5).reshape(states.shape[:-1] + (m, d)))
+        return {"stack": slots, "depth": (slots != -1).sum(-1)}
+    g = states.reshape(states.shape[:-1] + (2, m, d))
+    top_first = code.decode(g[..., 0, :, :] + g[..., 1, :, :] > -1)
+    depth = (top_first != -1).sum(-1)
+    stack = np.full(top_first.shape, -1)
+    for idx in np.ndindex(depth.shape):
+        n = depth[idx]
+        stack[idx][:n] = top_first[idx][:n][::-1]
+    return {"stack": stack, "depth": depth}
+
+
+@settings(max_examples=40, deadline=None)
+@given(target=st.sampled_from(TARGETS), method=st.sampled_from(METHODS),
+       k=st.integers(1, 9), m=st.integers(1, 6), seed=st.integers(0, 2**32 - 1),
+       order=st.sampled_from(["C", "F", "step-major"]))
+def test_fast_decoders_match_their_definition(target, method, k, m, seed, order):
+    """On arbitrary states (not only reachable ones: units near the threshold, invalid code
+    words, holes between filled slots) and in any memory layout, the packed-word decoders give
+    exactly the stacks and depths of the direct definition."""
+    net = pn.compile(DyckKM(k, m), target=target, method=method)
+    rng = np.random.default_rng(seed)
+    width = 2 * net.hidden_units if target == "lstm" else net.hidden_units
+    B, T1 = 5, 7
+    states = rng.choice([-1.0, -0.6, -0.4, 0.0, 0.4, 0.6, 1.0], size=(B, T1, width))
+    states[rng.random((B, T1)) < 0.3] = -1.0 if target == "elman" else 0.0   # empty stacks
+    if order == "F":
+        states = np.asfortranarray(states)
+    elif order == "step-major":
+        states = np.ascontiguousarray(states.transpose(1, 0, 2)).transpose(1, 0, 2)
+    got = net.decode(states.astype(np.float32))
+    want = reference_decode(net, states.astype(np.float32))
+    for name in ("stack", "depth"):
+        assert got[name].shape == want[name].shape
+        assert np.array_equal(got[name], want[name]), name
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_fast_forward_matches_the_plain_module(target):
+    """The Dyck modules' forward (step-major / unit-major buffers) gives the same states and
+    logits as the plain autograd path through the same nn.RNN / nn.LSTM."""
+    machine = DyckKM(3, 4)
+    net = pn.compile(machine, target=target, method="hewitt")
+    ids = torch.as_tensor(machine.sample(9, 30, rng=5, busy=0.8))
+    fast_states, fast_logits = net.forward(ids)
+    module = net.module
+    for p in module.parameters():
+        p.requires_grad_(True)
+    slow_states, slow_logits = module(ids)                   # grad enabled: the plain path
+    assert torch.allclose(fast_states, slow_states.detach(), atol=1e-5)
+    assert torch.allclose(fast_logits, slow_logits.detach(), rtol=1e-5, atol=1e-3)

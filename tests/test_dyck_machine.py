@@ -21,28 +21,79 @@ def test_step_semantics_and_outputs():
     assert d.output(d.run(")")) == frozenset()
 
 
-@settings(max_examples=60)
-@given(k=st.integers(1, 5), m=st.integers(1, 4), seed=st.integers(0, 2**31),
-       length=st.integers(0, 12))
-def test_run_batch_agrees_with_step(k, m, seed, length):
-    d = DyckKM(k, m)
-    rng = np.random.default_rng(seed)
-    ids = rng.integers(0, 2 * k, size=(6, length))
-    lengths = rng.integers(0, length + 1, size=6)
-    tr = d.run_batch(ids, lengths)
-    for b in range(6):
+def step_oracle(d: DyckKM, ids: np.ndarray, lengths: np.ndarray) -> dict[str, np.ndarray]:
+    """The batch fields computed string by string with `DyckKM.step` (dead configurations keep
+    their stack; a row holds its last configuration past its length)."""
+    B, T = ids.shape
+    out = {"stack": np.full((B, T + 1, d.m), -1), "depth": np.zeros((B, T + 1), int),
+           "top": np.full((B, T + 1), -1), "state": np.zeros((B, T + 1), int),
+           "output": np.zeros((B, T + 1, 2 * d.k + 1), bool)}
+    for b in range(B):
         config = d.initial()
-        for t in range(length + 1):
+        for t in range(T + 1):
             if 0 < t <= lengths[b]:
                 config = d.step(config, d.alphabet.symbols[ids[b, t - 1]])
-            want_stack = list(config.stack) + [-1] * (m - config.depth)
-            if not config.dead:
-                assert tr["stack"][b, t].tolist() == want_stack
-                assert tr["depth"][b, t] == config.depth
-                assert tr["top"][b, t] == (config.stack[-1] if config.stack else -1)
-            assert tr["state"][b, t] == (-1 if config.dead else 0)
-            got = {d.output_alphabet.symbols[i] for i in np.nonzero(tr["output"][b, t])[0]}
-            assert got == set(d.output(config))
+            out["stack"][b, t, :config.depth] = config.stack
+            out["depth"][b, t] = config.depth
+            out["top"][b, t] = config.stack[-1] if config.stack else -1
+            out["state"][b, t] = -1 if config.dead else 0
+            for s in d.output(config):
+                out["output"][b, t, d.output_alphabet.index(s)] = True
+    return out
+
+
+@st.composite
+def batches(draw, max_k=6, max_length=14):
+    """(k, m, ids, lengths): walks that mostly follow the rules (so they go deep and live long)
+    with occasional random symbols (so some die: too deep, wrong or unmatched close), padded
+    after each row's length with -1 or with arbitrary symbols."""
+    k = draw(st.integers(1, max_k))
+    m = draw(st.integers(1, 5))
+    B = draw(st.integers(1, 6))
+    T = draw(st.integers(0, max_length))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    legal = DyckKM(k, m).sample(B, T, rng, busy=draw(st.floats(0.3, 0.95)))
+    noise = rng.random((B, T)) < draw(st.sampled_from([0.0, 0.03, 0.3]))
+    ids = np.where(noise, rng.integers(0, 2 * k, (B, T)), legal)
+    lengths = rng.integers(0, T + 1, B)
+    past = np.arange(T)[None, :] >= lengths[:, None]
+    pad = rng.integers(-1, 2 * k, (B, T)) if draw(st.booleans()) else -1
+    return k, m, np.where(past, pad, ids), lengths
+
+
+@settings(max_examples=150, deadline=None)
+@given(batch=batches())
+def test_run_batch_agrees_with_step(batch):
+    k, m, ids, lengths = batch
+    d = DyckKM(k, m)
+    tr = d.run_batch(ids, lengths)
+    want = step_oracle(d, ids, lengths)
+    for name in ("stack", "depth", "top", "state", "output"):
+        assert tr[name].shape == want[name].shape, name
+        assert np.array_equal(tr[name], want[name]), name
+
+
+@settings(max_examples=10, deadline=None)
+@given(batch=batches(max_k=130, max_length=600))
+def test_run_batch_agrees_with_step_long_and_wide(batch):
+    """Long strings and large k (the step/type keys need 32 bits)."""
+    k, m, ids, lengths = batch
+    d = DyckKM(k, m)
+    tr = d.run_batch(ids, lengths)
+    want = step_oracle(d, ids, lengths)
+    for name in ("stack", "depth", "top", "state", "output"):
+        assert np.array_equal(tr[name], want[name]), name
+
+
+def test_run_batch_names_dead_steps_exactly():
+    d = dyck(2, 2)
+    ids, lengths = d.encode(["([])", "(((", "(]", ")", "()[]", ""])
+    tr = d.run_batch(ids, lengths)
+    assert tr["state"].tolist() == [[0] * 5, [0, 0, 0, -1, -1], [0, 0, -1, -1, -1],
+                                    [0, -1, -1, -1, -1], [0] * 5, [0] * 5]
+    assert tr["stack"][1, 3].tolist() == [0, 0]          # dead: keeps the stack it had
+    assert tr["stack"][0, 2].tolist() == [0, 1] and tr["depth"][0].tolist() == [0, 1, 2, 1, 0]
+    assert not tr["output"][1, 3:].any()
 
 
 @pytest.mark.parametrize("busy", [0.2, 0.9])

@@ -476,3 +476,66 @@ def test_real_dyck_construction_and_a_corrupted_copy(target):
         cex = report.counterexample
         assert (cex.string, cex.step, cex.field) == want
     assert found > 0
+
+
+def test_encoded_strings_give_the_same_report_as_symbols():
+    machine = dyck(2, 3)
+    net = lookup_net(machine)
+    _configs, _, index = reachable_configs(machine)
+    bad = corrupted(net, "out", (index[machine.run("[(")], 4), 1.0)  # '$' wrongly allowed
+    strings = ["()", "([", "[([", "[(", ""]
+    ids, _ = machine.encode(strings)
+    for n in (net, bad):
+        by_symbols = verify(machine, n, strings=strings, max_length=None, samples=0,
+                            long_samples=0)
+        by_ids = verify(machine, n, strings=ids, max_length=None, samples=0, long_samples=0)
+        assert (by_ids.ok, by_ids.strings_checked, by_ids.steps_checked) == (
+            by_symbols.ok, by_symbols.strings_checked, by_symbols.steps_checked)
+        assert by_ids.counterexample == by_symbols.counterexample
+    assert not verify(machine, bad, strings=ids, max_length=None, samples=0,
+                      long_samples=0).ok
+
+
+@pytest.mark.parametrize("ids, match", [
+    (np.array([[0, -1, 1]]), "padding"),
+    (np.array([[0, 4]]), "outside the alphabet"),
+    (np.array([0, 1]), "2-D"),
+])
+def test_encoded_strings_are_checked(ids, match):
+    machine = dyck(2, 2)
+    with pytest.raises(InputError, match=match):
+        verify(machine, lookup_net(machine), strings=ids, max_length=None, samples=0,
+               long_samples=0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), width=st.integers(1, 9),
+       layouts=st.tuples(st.sampled_from("CF"), st.sampled_from("CF")))
+def test_position_differences_do_not_depend_on_memory_layout(seed, width, layouts):
+    """`_positions_differ` (plane-wise OR for field-major arrays, a count otherwise) marks
+    exactly the positions with some differing entry, whatever the two arrays' layouts."""
+    from pdanet.verify.lockstep import _positions_differ
+
+    rng = np.random.default_rng(seed)
+    expected = rng.integers(-1, 3, size=(4, 6, width))
+    got = np.where(rng.random(expected.shape) < 0.05, expected + 1, expected)
+    want = (expected != got).any(axis=-1)
+    e = np.asfortranarray(expected) if layouts[0] == "F" else expected
+    g = np.asfortranarray(got) if layouts[1] == "F" else got
+    assert np.array_equal(_positions_differ(e, g), want)
+    assert np.array_equal(_positions_differ(e[..., :1].reshape(4, 6), g[..., :1].reshape(4, 6)),
+                          want if width == 1 else (expected[..., 0] != got[..., 0]))
+
+
+def test_one_thread_and_overlapped_runs_agree():
+    machine = dyck(2, 3)
+    net = lookup_net(machine)
+    _configs, _, index = reachable_configs(machine)
+    bad = corrupted(net, "out", (index[machine.run("[(")], 4), 1.0)  # '$' wrongly allowed
+    for n in (net, bad):
+        a = verify(machine, n, max_length=5, samples=50, long_length=40, long_samples=4)
+        b = verify(machine, n, max_length=5, samples=50, long_length=40, long_samples=4,
+                   overlap=False)
+        assert (a.ok, a.strings_checked, a.steps_checked, a.counterexample) == (
+            b.ok, b.strings_checked, b.steps_checked, b.counterexample)
+    assert not b.ok

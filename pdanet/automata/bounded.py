@@ -89,6 +89,12 @@ class DyckKM(Machine):
     def end_id(self) -> int:
         return 2 * self.k
 
+    @property
+    def stack_dtype(self) -> np.dtype:
+        """The smallest signed integer type holding every bracket type and -1: the dtype of the
+        ``stack`` field of `run_batch` (and of the Dyck networks' decoded stacks)."""
+        return np.dtype(np.min_scalar_type(-self.k))
+
     # identity ----------------------------------------------------------------------------------
     def __eq__(self, other: object) -> bool:
         return isinstance(other, DyckKM) and (self.k, self.m) == (other.k, other.m)
@@ -144,68 +150,91 @@ class DyckKM(Machine):
 
     def run_batch(self, ids: np.ndarray, lengths: np.ndarray | None = None,
                   with_output: bool = True) -> BatchTrace:
-        """Fields: ``stack`` (B, T+1, m; bottom first, -1 empty), ``depth``, ``state`` (0 live,
+        """Fields: ``stack`` (B, T+1, m; bottom first, -1 empty; dtype `stack_dtype`, the smallest
+        that holds k − 1), ``depth``, ``state`` (0 live,
         -1 dead), ``top`` (-1 when empty) and ``output`` (B, T+1, 2k+1) unless ``with_output`` is
-        False (for huge k)."""
+        False (for huge k). A dead configuration keeps the stack it had before the illegal
+        symbol; past its length a row holds its last configuration.
+
+        No loop over time or stack cells: the tentative depth is the running sum of ±1 over the
+        string; the symbol in stack cell s after step t is the type of the last open at or
+        before t that reached depth s + 1 — the running maximum over time, in each cell, of the
+        keys (step, type) of the pushes into it. This is exact up to the first illegal step
+        (found from the depths and tops), after which each row holds its last live
+        configuration. Every field is returned as the transpose of a C-contiguous buffer
+        ((m, T+1, B) for ``stack``, (T+1, B) for the scalar fields, (2k+1, T+1, B) for
+        ``output``): the layout the Dyck networks' decoders produce, so that `verify` compares
+        the two plane by plane."""
         ids, lengths = self.check_ids(ids, lengths)
         B, T = ids.shape
         k, m = self.k, self.m
-        # time-major buffers (each step writes one contiguous block), returned as (B, T+1, …) views
-        stacks = np.empty((T + 1, B, m), dtype=np.int64)
-        depths = np.empty((T + 1, B), dtype=np.int64)
-        alives = np.empty((T + 1, B), dtype=bool)
-        tops = np.empty((T + 1, B), dtype=np.int64)
-        stack = np.full((B, m), -1, dtype=np.int64)
-        flat = stack.reshape(-1)
-        depth = np.zeros(B, dtype=np.int64)
-        alive = np.ones(B, dtype=bool)
-        top = np.full(B, -1, dtype=np.int64)
-        stacks[0], depths[0], alives[0], tops[0] = stack, depth, alive, top
-        base = np.arange(B) * m
-        ids_t = np.ascontiguousarray(ids.T)
-        active_len = np.arange(T)[:, None] < lengths[None, :]
-        for t in range(T):              # a row past its length is never active: its fields hold
-            s = ids_t[t]
-            act = active_len[t] & alive
-            is_open = s < k
-            ok_open = is_open & (depth < m)
-            ok_close = ~is_open & (top == s - k)          # top is -1 on an empty stack
-            alive = np.where(act, ok_open | ok_close, alive)
-            do_push = act & ok_open
-            do_pop = act & ok_close
-            pos = base + np.where(do_push, np.minimum(depth, m - 1), np.maximum(depth - 1, 0))
-            flat[pos] = np.where(do_push, s, np.where(do_pop, -1, flat[pos]))
-            depth = depth + do_push - do_pop
-            below = base + np.maximum(depth - 1, 0)
-            top = np.where(depth > 0, flat[below], -1)
-            stacks[t + 1], depths[t + 1], alives[t + 1], tops[t + 1] = stack, depth, alive, top
-        stacks = stacks.transpose(1, 0, 2)
-        depths, alives, tops = depths.T, alives.T, tops.T
+        bits = max(1, (k - 1).bit_length())                           # an open's type fits in bits
+        key_dtype = next(t for t in (np.uint16, np.uint32, np.uint64)
+                         if (T + 1) << bits <= np.iinfo(t).max)
+        small = np.int16 if max(T, m, 2 * k) < np.iinfo(np.int16).max else np.int64
+        sym = np.empty((T + 1, B), dtype=small)                        # sym[t]: symbol of step t
+        sym[0] = 0
+        sym[1:] = ids.T
+        steps = np.arange(T + 1)[:, None]                              # configuration index
+        read = steps[1:] <= lengths                                    # step t is in the string
+        opens = np.zeros((T + 1, B), dtype=bool)                       # step t pushes
+        np.logical_and(read, sym[1:] < k, out=opens[1:])
+        depth = np.zeros((T + 1, B), dtype=small)                      # tentative depth
+        np.cumsum((opens[1:].view(np.int8) << 1) - read.view(np.int8), axis=0, dtype=small,
+                  out=depth[1:])                                       # +1 per open, −1 per close
+        cells = np.arange(1, m + 1, dtype=small)[:, None, None]        # cell s holds depth s + 1
+        # key of a push: (step, type), ordered by step; its running maximum over time in each cell
+        # is the last push into that cell. (Arithmetic on masks rather than np.where: faster.)
+        key = (np.arange(T + 1, dtype=key_dtype)[:, None] << key_dtype(bits)) \
+            | (sym.astype(key_dtype) & key_dtype((1 << bits) - 1))
+        last = _running_max(key * (opens & (depth == cells)))          # (m, T+1, B)
+        typ1 = (last & key_dtype((1 << bits) - 1)).astype(small) + small(1)   # type + 1
+        stack = np.multiply(typ1, depth >= cells, dtype=self.stack_dtype)
+        stack -= 1
+        top = (typ1 * (depth == cells)).sum(axis=0, dtype=np.int64) - 1  # -1 when empty
+        # step t is illegal: an open at depth m, or a close not matching the top (-1 if empty)
+        bad = read & ((opens[1:] & (depth[:-1] >= m)) | (~opens[1:] & (top[:-1] != sym[1:] - k)))
+        dies = bad.any(axis=0)
+        first_dead = np.where(dies, bad.argmax(axis=0) + 1, T + 1) if T else np.ones(B, np.int64)
+        alive = steps < first_dead
+        depth = depth.astype(np.int64)
+        hold = np.minimum(first_dead - 1, lengths)                     # last configuration moved to
+        rows = np.flatnonzero(hold < T)
+        if len(rows):
+            src = np.minimum(steps, hold[rows])
+            stack[:, :, rows] = np.take_along_axis(stack[:, :, rows], src[None], axis=1)
+            depth[:, rows] = np.take_along_axis(depth[:, rows], src, axis=0)
+            top[:, rows] = np.take_along_axis(top[:, rows], src, axis=0)
         fields: dict[str, Any] = {
-            "stack": stacks,
-            "depth": depths,
-            "state": np.where(alives, 0, -1),
-            "top": tops,
+            "stack": stack.T,
+            "depth": depth.T,
+            "state": alive.astype(np.int64).T - 1,
+            "top": top.T,
         }
         if with_output:
-            fields["output"] = self.next_set_batch(depths, tops, alives)
+            fields["output"] = self._next_set_planes(depth, top, alive).T
         return BatchTrace(lengths, fields)
+
+    def _next_set_planes(self, depth: np.ndarray, top: np.ndarray, alive: np.ndarray
+                         ) -> np.ndarray:
+        """Allowed-next-symbol sets as one plane per output symbol: (2k+1,) + depth.shape."""
+        k = self.k
+        out = np.empty((2 * k + 1,) + depth.shape, dtype=bool)
+        out[:k] = alive & (depth < self.m)
+        has_top = alive & (depth > 0)
+        if k <= 64:                                           # one comparison per close bracket
+            np.equal(top, np.arange(k).reshape((k,) + (1,) * top.ndim), out=out[k:2 * k])
+            out[k:2 * k] &= has_top
+        else:                                                 # huge k: set one entry per row
+            out[k:2 * k] = False
+            idx = np.nonzero(has_top & (top >= 0))
+            out[(k + top[idx],) + idx] = True
+        out[2 * k] = alive & (depth == 0)
+        return out
 
     def next_set_batch(self, depth: np.ndarray, top: np.ndarray, alive: np.ndarray) -> np.ndarray:
         """Allowed-next-symbol sets (…, 2k+1) from depth, top and liveness arrays."""
-        k = self.k
-        out = np.empty(depth.shape + (2 * k + 1,), dtype=bool)
-        out[..., :k] = (alive & (depth < self.m))[..., None]
-        has_top = alive & (depth > 0)
-        if k <= 64:                                           # one comparison per close bracket
-            np.equal(top[..., None], np.arange(k), out=out[..., k:2 * k])
-            out[..., k:2 * k] &= has_top[..., None]
-        else:                                                 # huge k: set one entry per row
-            out[..., k:2 * k] = False
-            idx = np.nonzero(has_top & (top >= 0))
-            out[idx + (k + top[idx],)] = True
-        out[..., 2 * k] = alive & (depth == 0)
-        return out
+        return np.moveaxis(self._next_set_planes(depth, top, alive), 0, -1)
 
     # sampling ----------------------------------------------------------------------------------
     def sample(self, n: int, length: int, rng: np.random.Generator | int | None = None,
@@ -242,6 +271,21 @@ class DyckKM(Machine):
             stack[rows[pop], depth[pop] - 1] = -1
             depth = depth + push - pop
         return ids
+
+
+def _running_max(a: np.ndarray) -> np.ndarray:
+    """The running maximum along axis 1 (overwrites `a`): a log-step scan, ⌈log₂ n⌉ passes each
+    vectorised over the whole array (several times faster than np.maximum.accumulate along a
+    middle axis)."""
+    n = a.shape[1]
+    out = np.empty_like(a)
+    shift = 1
+    while shift < n:
+        out[:, :shift] = a[:, :shift]
+        np.maximum(a[:, shift:], a[:, :-shift], out=out[:, shift:])
+        a, out = out, a
+        shift *= 2
+    return a
 
 
 def dyck(k: int, m: int) -> DyckKM:

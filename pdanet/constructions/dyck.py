@@ -63,6 +63,46 @@ def information_floor(k: int, m: int) -> int:
 # --- shared pieces ------------------------------------------------------------------------------
 
 
+def _logits_by_column(module: RecurrentNet, h: torch.Tensor) -> torch.Tensor:
+    """The module's logits for states stored by column, h (H, N): W·h + b per readout layer →
+    (O, N), so that the (B, T+1, O) logits are a view of an output-major buffer."""
+    z = torch.addmm(module.readout.bias[:, None], module.readout.weight, h)
+    if module.out_embedding is not None:
+        z = torch.addmm(module.out_embedding.bias[:, None], module.out_embedding.weight, z)
+    return z
+
+
+class DyckElmanNet(RecurrentNet):
+    """`RecurrentNet` (Elman) whose forward returns the same values as `RecurrentNet.forward` in
+    the layouts the Dyck decoders and the verifier read fastest: ``states`` (B, T+1, H) is a view
+    of a step-major buffer (T+1, B, H) (the ``nn.RNN`` output copied once, h0 prepended) and
+    ``logits`` (B, T+1, O) a view of an output-major buffer (O, T+1, B). Same parameters and
+    ``state_dict`` keys; with autograd on, the plain `RecurrentNet.forward`."""
+
+    def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if torch.is_grad_enabled() and any(p.requires_grad for p in self.parameters()):
+            return super().forward(ids)
+        ids = torch.as_tensor(ids)
+        B, T = ids.shape
+        H = self.hidden_size
+        out, _ = self.rnn(self.embedding(ids.clamp(min=0)), self.initial_state(B))
+        buf = out.new_empty(T + 1, B, H)
+        buf[0] = self.h0
+        buf[1:] = out.transpose(0, 1)                  # nn.RNN's batch-first output is step-major
+        logits = _logits_by_column(self, buf.view(-1, H).T).view(-1, T + 1, B)
+        return buf.transpose(0, 1), logits.permute(2, 1, 0)
+
+
+def _unit_major(out: torch.Tensor, dst: torch.Tensor) -> None:
+    """dst (H, T, B) ← the batch-first output out (B, T, H) of an nn.RNN/nn.LSTM (stored
+    step-major), copied a few steps at a time so that each transposed block stays in cache
+    (several times faster than one strided copy)."""
+    B, T, H = out.shape
+    chunk = max(1, (1 << 17) // max(1, B * H))
+    for t in range(0, T, chunk):
+        dst[:, t:t + chunk].copy_(out[:, t:t + chunk].permute(2, 1, 0))
+
+
 class DyckLSTMNet(RecurrentNet):
     """`RecurrentNet` (LSTM) whose ``states`` are [h, c] (B, T+1, 2H): the stack lives in c.
 
@@ -71,7 +111,10 @@ class DyckLSTMNet(RecurrentNet):
     it, c_t = f_t ⊙ c_{t−1} + i_t ⊙ g_t with the gates of (x_t, h_{t−1}). Gate rows the weights
     share (i and f constant over groups of w consecutive units, g periodic with period w — how
     `build_lstm` lays out its slots) are evaluated once; any other weights work too (w = 1, g per
-    unit). ``states`` and ``logits`` are (B, T+1, ·) views of buffers stored (T+1, ·, B).
+    unit). ``states`` and ``logits`` are (B, T+1, ·) views of buffers stored (·, T+1, B)
+    (unit-major: each unit's cells over all steps and strings are one contiguous plane, which
+    is what the recurrence for c and the decoder read). With autograd on, an equivalent
+    differentiable path.
     """
 
     def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -85,10 +128,10 @@ class DyckLSTMNet(RecurrentNet):
             return self._differentiable(x, h0, c0, out)
         buf = out.new_empty(2 * H, T + 1, B)                   # [h; c] by unit, then step, batch
         buf[:H, 0] = h0[0].T
-        buf[:H, 1:] = out.transpose(0, 1).transpose(1, 2).contiguous().transpose(0, 1)  # 2 moves
+        _unit_major(out, buf[:H, 1:])
         buf[H:, 0] = c0[0].T
         self._cells(ids, buf)
-        logits = self._logits_by_column(buf[:H].reshape(H, -1)).view(-1, T + 1, B)
+        logits = _logits_by_column(self, buf[:H].reshape(H, -1)).view(-1, T + 1, B)
         return buf.permute(2, 1, 0), logits.permute(2, 1, 0)
 
     def _differentiable(self, x: torch.Tensor, h0: torch.Tensor, c0: torch.Tensor,
@@ -104,13 +147,6 @@ class DyckLSTMNet(RecurrentNet):
         for t in range(x.shape[1]):                             # c_t = f c_{t−1} + i g
             cs.append(gf[:, t] * cs[-1] + ig[:, t])
         return torch.cat([hs, torch.stack(cs, dim=1)], dim=-1), self.logits(hs)
-
-    def _logits_by_column(self, h: torch.Tensor) -> torch.Tensor:
-        """`logits` for h stored (H, N): W·h + b per readout layer → (O, N)."""
-        z = torch.addmm(self.readout.bias[:, None], self.readout.weight, h)
-        if self.out_embedding is not None:
-            z = torch.addmm(self.out_embedding.bias[:, None], self.out_embedding.weight, z)
-        return z
 
     def _shared_rows(self) -> tuple[int, bool]:
         """Largest group width w with i, f rows constant over each group of w units, and
@@ -138,9 +174,11 @@ class DyckLSTMNet(RecurrentNet):
         sel = torch.cat([torch.arange(0, H, w), torch.arange(H, 2 * H, w),
                          2 * H + torch.arange(n_g)]).to(buf.device)
         bias = (rnn.bias_ih_l0 + rnn.bias_hh_l0)[sel]
-        x = self.embedding(ids.T.clamp(min=0)).reshape(T * B, -1)          # step-major inputs
-        pre = torch.addmm(bias[:, None], rnn.weight_ih_l0[sel], x.T)       # (gates, T·B)
-        pre.addmm_(rnn.weight_hh_l0[sel], buf[:H, :T].reshape(H, T * B))
+        emb = self.embedding.weight
+        codes = torch.cat([emb.T, torch.ones_like(emb[:, :1].T)])     # [input code; 1] per symbol
+        x = codes.index_select(1, ids.T.clamp(min=0).reshape(-1))     # step-major (in+1, T·B)
+        pre = torch.mm(rnn.weight_hh_l0[sel], buf[:H, :T].reshape(H, T * B))  # (gates, T·B)
+        pre.addmm_(torch.cat([rnn.weight_ih_l0[sel], bias[:, None]], 1), x)
         pre[:2 * m].sigmoid_()
         pre[2 * m:].tanh_()
         pre = pre.view(-1, T, B)
@@ -221,23 +259,61 @@ def _top_first_to_stack(top_first: np.ndarray) -> dict[str, np.ndarray]:
 MAX_TABLE_BITS = 16
 
 
-def _slot_reader(code: SlotCode) -> Callable[[np.ndarray], np.ndarray]:
-    """Thresholded units (…, d) → slot types (…) as `code.decode` gives them. For d ≤ 16 the
-    bits are packed into an integer (vectorised over everything but the d bits) and looked up
-    in a table of `code.decode` over all 2^d words; the result keeps the input's memory layout."""
-    d = code.d
-    if d > MAX_TABLE_BITS:
-        return code.decode
-    table = code.decode(binary(np.arange(1 << d), d).astype(bool))
-    word = np.uint8 if d <= 8 else np.uint16
+class _SlotReader:
+    """Thresholded units (…, m, d) → slot types (…, m) as `code.decode` gives them.
 
-    def read(on: np.ndarray) -> np.ndarray:
-        packed = np.zeros_like(on[..., 0], dtype=word)
-        for j in range(d):                                     # the d code bits, not the slots
-            packed |= on[..., j].astype(word) << word(j)
-        return table[packed]
+    For d ≤ 16 the d bits of each slot are packed into an integer word (one vectorised pass per
+    bit, none per slot) and looked up in a table of `code.decode` over all 2^d words. Results
+    are returned as the transpose of a C-contiguous slot-major buffer ((m, …) in memory), the
+    layout in which `DyckKM.run_batch` returns its fields, so the verifier compares the two
+    with plain elementwise passes."""
 
-    return read
+    def __init__(self, code: SlotCode, dtype: np.dtype):
+        self.code = code
+        self.dtype = dtype
+        d = code.d
+        self.table = (code.decode(binary(np.arange(1 << d), d).astype(bool)).astype(dtype)
+                      if d <= MAX_TABLE_BITS else None)
+        self.word = np.uint8 if d <= 8 else np.uint16
+        if self.table is not None and self.table[0] != -1:
+            raise AssertionError(f"{code.name}: the all-zero word must decode to an empty slot")
+
+    def words(self, on: np.ndarray) -> np.ndarray:
+        """(…, m, d) bool → the packed words, slot-major: (m, …) C-contiguous (reversed axes)."""
+        packed = on[..., 0].astype(self.word)
+        for j in range(1, self.code.d):                       # the d code bits, not the slots
+            packed |= on[..., j].astype(self.word) << self.word(j)
+        return np.ascontiguousarray(packed.T)
+
+    def types(self, on: np.ndarray) -> np.ndarray:
+        """(…, m, d) bool → slot types (…, m) (-1 empty, -2 not a code word)."""
+        if self.table is None:
+            return self.code.decode(on).astype(self.dtype)
+        return self.table.take(self.words(on)).T
+
+    def top_first_to_stack(self, on: np.ndarray) -> dict[str, np.ndarray]:
+        """Slots with the top first (…, m, d) → bottom-first ``stack`` (…, m) and ``depth``:
+        depth = number of non-empty slots, stack[i] = slot depth−1−i for i < depth, else -1.
+
+        Bottom first is the reversed slot order shifted by m − depth places (words past the end
+        become the all-zero, empty word); the variable shift is done as a barrel shifter, one
+        vectorised conditional shift per bit of m − depth (no loop over slots)."""
+        if self.table is None:
+            return _top_first_to_stack(self.code.decode(on).astype(self.dtype))
+        words = self.words(on)                                # (m, …), top first
+        m = words.shape[0]
+        filled = (self.table != -1).take(words)
+        shift = m - filled.sum(0, dtype=np.intp)
+        out = words[::-1].copy()                              # bottom first when depth = m
+        step = 1
+        while step < m:                                       # out[i] ← out[i + step] where set
+            moved = np.zeros_like(out)
+            moved[:m - step] = out[step:]
+            moved -= out                                      # (modular arithmetic on the words:
+            moved *= (shift & step).astype(bool).view(np.uint8)  # much faster than np.where)
+            out += moved
+            step *= 2
+        return {"stack": self.table.take(out).T, "depth": (m - shift).T}
 
 
 # --- Elman ---------------------------------------------------------------------------------------
@@ -313,7 +389,8 @@ def build_elman(machine: DyckKM, method: str, dtype: torch.dtype = torch.float32
         f"keeps sign with |logit| ≥ β(½ − 2Wε) = β/4: margin c = 1/4."
     )
     return _finish(machine, "elman", method, code, H, w, beta, argument, n_code, dtype,
-                   _elman_decoder(code, m), {"eps": eps, "W": W, "layout": _elman_layout(code, m)})
+                   _elman_decoder(code, m, machine.stack_dtype),
+                   {"eps": eps, "W": W, "layout": _elman_layout(code, m)})
 
 
 def _elman_layout(code: SlotCode, m: int) -> dict:
@@ -328,15 +405,16 @@ def _elman_layout(code: SlotCode, m: int) -> dict:
             "code": code}
 
 
-def _elman_decoder(code: SlotCode, m: int) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
+def _elman_decoder(code: SlotCode, m: int, dtype: np.dtype
+                   ) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
     d = code.d
-    slot_types = _slot_reader(code)
+    reader = _SlotReader(code, dtype)
 
     def decoder(states: np.ndarray) -> dict[str, np.ndarray]:
         g = np.asarray(states)
         g = g.reshape(g.shape[:-1] + (2, m, d))
         on = g[..., 0, :, :] + g[..., 1, :, :] > -1              # S = P + Q: u_P + u_Q > ½
-        return _top_first_to_stack(slot_types(on))
+        return reader.top_first_to_stack(on)
 
     return decoder
 
@@ -458,7 +536,7 @@ def build_lstm(machine: DyckKM, method: str, dtype: torch.dtype = torch.float32,
         f"lengths ≤ N (compile with max_length=N to raise it; β grows like 4 ln N)."
     )
     return _finish(machine, "lstm", method, code, H, w, beta, argument, n_code, dtype,
-                   _lstm_decoder(code, m, H),
+                   _lstm_decoder(code, m, H, machine.stack_dtype),
                    {"eps": eps, "max_length": N, "rho": rho, "layout": _lstm_layout(code, m)})
 
 
@@ -472,17 +550,18 @@ def _lstm_layout(code: SlotCode, m: int) -> dict:
             "units": np.arange(m * d).reshape(m, d), "code": code}
 
 
-def _lstm_decoder(code: SlotCode, m: int, H: int) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
+def _lstm_decoder(code: SlotCode, m: int, H: int, dtype: np.dtype
+                  ) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
     d = code.d
-    slot_types = _slot_reader(code)
+    reader = _SlotReader(code, dtype)
 
     def decoder(states: np.ndarray) -> dict[str, np.ndarray]:
         states = np.asarray(states)
         if states.shape[-1] != 2 * H:
             raise InputError(f"expected LSTM states [h, c] of width {2 * H}, got {states.shape[-1]}")
-        c = states[..., H:]
-        on = np.abs(c) > 0.5                                   # laid out like `states`
-        slots = slot_types(on.reshape(on.shape[:-1] + (m, d)))  # bottom first already
+        c = states[..., H:]                                    # the cells: |c| > ½
+        on = np.greater(c, 0.5) | np.less(c, -0.5)
+        slots = reader.types(on.reshape(on.shape[:-1] + (m, d)))  # bottom first already
         return {"stack": slots, "depth": (slots != -1).sum(-1)}
 
     return decoder
@@ -495,7 +574,7 @@ def _finish(machine: DyckKM, target: str, method: str, code: SlotCode, H: int,
             weights: dict[str, ExactWeight], beta: sp.Integer, argument: str, n_code: int | None,
             dtype: torch.dtype, decoder, info: dict) -> CompiledNetwork:
     k, m = machine.k, machine.m
-    cls = RecurrentNet if target == "elman" else DyckLSTMNet
+    cls = DyckElmanNet if target == "elman" else DyckLSTMNet
     module = cls("rnn" if target == "elman" else "lstm", 2 * k, code.q + 1, H, 2 * k + 1,
                  readout_code=n_code)
     module = load_exact(module, weights, beta, dtype)
@@ -526,6 +605,7 @@ for _method in ("hewitt", "onehot", "compact"):
 
 __all__ = [
     "BOUNDS",
+    "DyckElmanNet",
     "DyckLSTMNet",
     "K",
     "M",

@@ -23,7 +23,8 @@ The counterexample is therefore the first failing string in that order and the f
 step within it; at one step the fields are compared in the machine's field order, output last.
 All comparisons are whole-array numpy operations per batch; the only loop is over batches. The
 network runs in a worker thread while the machine simulates the same batch (torch releases the
-GIL), so on two or more cores a batch costs about max(network, machine) plus the comparison.
+GIL), so on two or more free cores a batch costs about max(network, machine) plus the
+comparison (``overlap=False``: one thread, network then machine).
 """
 
 from __future__ import annotations
@@ -110,20 +111,23 @@ def _positions_differ(expected: np.ndarray, got: np.ndarray,
     """(B, T+1) bool: positions where any entry of a (B, T+1, ...) field differs (exactly, or
     beyond `tol` when the machine's field is real-valued).
 
-    Trailing entries are counted with one float32 matrix-vector product (exact for 0/1 counts),
-    which is several times faster than ``.any(axis=-1)`` over a short last axis."""
+    When both arrays keep their trailing (field) axes outermost in memory (Fortran order, as
+    the transpose of a field-major buffer), the entries of a position are OR-ed plane by plane;
+    otherwise they are counted with one float32 matrix-vector product (exact for 0/1 counts),
+    which is several times faster than ``.any(axis=-1)`` over a short contiguous last axis."""
     if tol is not None and _is_real(expected):
         e = np.asarray(expected, dtype=np.float64)
         g = np.asarray(got, dtype=np.float64)
         with np.errstate(invalid="ignore"):
             diff = ~np.isclose(g, e, rtol=tol.rtol, atol=tol.atol)
-        diff = np.ascontiguousarray(diff)
     else:
-        diff = np.not_equal(expected, got, order="C")  # C order whatever the inputs' layouts
+        diff = np.not_equal(expected, got)  # order K: a layout the inputs share is kept
     if diff.ndim == 2:
         return diff
     B, T1 = diff.shape[:2]
-    flat = diff.reshape(B * T1, -1)
+    if diff.flags.f_contiguous and not diff.flags.c_contiguous:
+        return np.logical_or.reduce(diff.reshape(B, T1, -1, order="F"), axis=-1)
+    flat = np.ascontiguousarray(diff).reshape(B * T1, -1)
     if flat.shape[1] == 1:
         return flat[:, 0].reshape(B, T1)
     counts = flat.view(np.uint8).astype(np.float32) @ np.ones(flat.shape[1], dtype=np.float32)
@@ -247,13 +251,14 @@ def verify(
     seed: int = 0,
     progress: bool = False,
     *,
-    strings: Sequence | None = None,
+    strings: Sequence | np.ndarray | None = None,
     sample_lengths: int | tuple[int, int] | None = None,
     busy: float = 0.7,
     max_strings: int = S.DEFAULT_MAX_STRINGS,
     max_batch_steps: int = DEFAULT_MAX_BATCH_STEPS,
     rtol: float | None = None,
     atol: float | None = None,
+    overlap: bool = True,
 ) -> Report:
     """Check that `net` agrees with `machine` at every step of every checked string.
 
@@ -262,11 +267,14 @@ def verify(
     without an exhaustive phase);
     ``long_samples`` strings of ``long_length`` symbols kept busy (``machine.sample(..., busy=)``
     when available); ``strings``: explicit strings checked first (InputError names any symbol
-    outside the alphabet). ``dtype`` rebuilds the network in that dtype first
+    outside the alphabet), or the same already encoded as a 2-D array of alphabet indices padded
+    with -1 (as `Machine.encode` returns them). ``dtype`` rebuilds the network in that dtype first
     (`CompiledNetwork.with_scale`). ``rtol``/``atol``: tolerance for real-valued fields (e.g. an
     NS-RNN's ``"reading"``): agreement is ``|got − expected| ≤ atol + rtol·|expected|``; by
     default 1e-5/1e-7 for a float64 network and 1e-3/1e-6 otherwise. Integer and boolean fields
-    (states, stacks, outputs) are always compared exactly. Raises VerificationError when the
+    (states, stacks, outputs) are always compared exactly. ``overlap``: run the network in a
+    worker thread while the machine simulates the same batch (faster when a core is free; on a
+    saturated CPU, ``False`` avoids the two threads contending). Raises VerificationError when the
     check cannot be carried out (too many prefixes: lower ``max_length``; decoder shapes that do not match the machine's).
     """
     if batch_size < 1:
@@ -324,9 +332,13 @@ def verify(
                                                     busy=busy), True, long_length))
 
     start = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pdanet-verify") as executor:
+    if overlap:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pdanet-verify") as executor:
+            results, cex, fields, notes = _check_phases(machine, net, phases, batch_size,
+                                                        max_batch_steps, progress, executor, tol)
+    else:
         results, cex, fields, notes = _check_phases(machine, net, phases, batch_size,
-                                                    max_batch_steps, progress, executor, tol)
+                                                    max_batch_steps, progress, None, tol)
     done = {p.name for p in results if p.complete}
     if {"exhaustive", "random"} <= done and lo_hi[1] <= max_length:
         notes.append("the random strings were no longer than max_length, so the exhaustive phase "
@@ -348,7 +360,7 @@ def verify(
 
 
 def _check_phases(machine: Machine, net, phases: list[_Phase], batch_size: int,
-                  max_batch_steps: int, progress: bool, executor: Executor,
+                  max_batch_steps: int, progress: bool, executor: Executor | None,
                   tol: Tolerance | None = None
                   ) -> tuple[list[PhaseResult], Counterexample | None, tuple[str, ...], list[str]]:
     """Check the phases in order, stopping at the first counterexample."""

@@ -327,8 +327,24 @@ def long_strings(machine: Machine, n: int, length: int,
     return random_walks(machine, n, length, rng)
 
 
-def encode_strings(machine: Machine, strings: Sequence) -> tuple[np.ndarray, np.ndarray]:
-    """Explicit strings as (ids, lengths); InputError naming any symbol outside the alphabet."""
+def encode_strings(machine: Machine, strings: Sequence | np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Explicit strings as (ids, lengths); InputError naming any symbol outside the alphabet.
+
+    `strings` is a sequence of strings, or an already encoded 2-D integer array of alphabet
+    indices, one string per row, padded with -1 after its end (lengths = the entries ≥ 0)."""
+    if isinstance(strings, np.ndarray) and strings.ndim == 2 and strings.dtype.kind in "iu":
+        ids = strings.astype(np.int64, copy=False)
+        lengths = (ids >= 0).sum(axis=1)
+        inside = np.arange(ids.shape[1])[None, :] < lengths[:, None]
+        if ((ids < 0) & inside).any():
+            b = int(((ids < 0) & inside).any(axis=1).argmax())
+            raise InputError(f"encoded string {b} has padding (-1) before its last symbol; pad "
+                             "only after the end")
+        return machine.check_ids(ids, lengths)
+    if isinstance(strings, np.ndarray) and strings.dtype.kind in "iu":
+        raise InputError(f"encoded strings must be a 2-D (strings, positions) index array, got "
+                         f"shape {strings.shape}")
     return machine.alphabet.encode_batch(list(strings))
 
 
