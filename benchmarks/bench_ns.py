@@ -1,22 +1,27 @@
 """Benchmark of the nondeterministic stack (DuSell & Chiang 2021): forward and forward+backward.
 
-Times are the best of 5 runs (CPU seconds of this process on the CPU, see `timed`).
+Times are medians over interleaved rounds (CPU seconds of this process on the CPU, see
+`timed`; every round runs every size once in turn, so that a shared machine's load falls on all
+sizes alike). Set the thread count with --threads (default 1) and keep it fixed when comparing.
 Unlimited stack, (|Q|, |Γ|) ∈ {(2, 3), (3, 3)} (|Γ| counts ⊥), B = 8, T ∈ {32, 64, 128}: seconds
 and nanoseconds per unit of the cost formula B·(|Q|³|Γ|²T³/3 + |Q|³|Γ|³T²/2) (the multiply-adds
 of Lang's algorithm); a flat ratio means the time follows the formula.
-Windowed stack (§5.1, D = 10), (2, 3), B = 8, T ∈ {128, 256, 512, 1024}: seconds, the ratio to
-the time at T/2 (linear in T means ≤ 2; the sizes are timed in interleaved rounds so that a
-shared machine's load falls on all of them alike), and the peak memory allocated by torch during the
-forward and during forward+backward. Peak memory is accounted from the profiler's allocation
-events (tracemalloc does not see torch's allocator): op allocations at their start, frees at
-theirs, the running maximum of the sum.
+Windowed stack (§5.1, D = 10), (|Q|, |Γ|) ∈ {(2, 3), (3, 3)}, B = 8, T ∈ {128, 256, 512, 1024}:
+forward and forward+backward seconds, the ratio t(T)/t(T/2) (the median over rounds of the
+ratio within a round; linear in T means 2, or a little less for the fixed per-call work; on a
+shared machine expect ±10% noise), and the peak memory allocated by torch during the forward
+and during forward+backward with its ratio to the peak at T/2. Peak memory is accounted from the
+profiler's allocation events (tracemalloc does not see torch's allocator): op allocations at
+their start, frees at theirs, the running maximum of the sum.
 
-Run: OMP_NUM_THREADS=1 python benchmarks/bench_ns.py [--threads N] [--device cuda]
+Run: OMP_NUM_THREADS=1 python benchmarks/bench_ns.py [--threads N] [--rounds R]
+     [--part all|unlimited|windowed] [--device cuda]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 
 import torch
@@ -33,20 +38,16 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def timed(fn, device: str, repeats: int = 5) -> float:
-    """Best of `repeats`: wall-clock seconds on a GPU; on the CPU the process's CPU seconds
-    (with one thread the same as wall-clock on an idle machine, and much steadier on a shared
-    one, where other processes' time slices would otherwise count)."""
-    fn()                                                   # warm-up
+def timed(fn, device: str) -> float:
+    """Seconds of one call: wall-clock on a GPU; on the CPU the process's CPU seconds (with one
+    thread the same as wall-clock on an idle machine, and much steadier on a shared one, where
+    other processes' time slices would otherwise count)."""
     clock = time.perf_counter if device.startswith("cuda") else time.process_time
-    best = float("inf")
-    for _ in range(repeats):
-        _sync(device)
-        t0 = clock()
-        fn()
-        _sync(device)
-        best = min(best, clock() - t0)
-    return best
+    _sync(device)
+    t0 = clock()
+    fn()
+    _sync(device)
+    return clock() - t0
 
 
 def peak_bytes(fn) -> int:
@@ -89,51 +90,75 @@ def case(B: int, Q: int, G: int, T: int, window: int | None, device: str):
 
 
 def interleaved(cases: dict, device: str, rounds: int) -> dict:
-    """Best time of each case over `rounds` rounds that run every case once in turn, so that
-    all sizes see the same share of a shared machine's quiet and busy moments."""
-    best = {k: float("inf") for k in cases}
+    """Times of each case over `rounds` rounds that run every case once in turn, so that all
+    sizes see the same share of a shared machine's quiet and busy moments."""
+    times: dict = {k: [] for k in cases}
     for fn in cases.values():
         fn()                                               # warm-up
     for _ in range(rounds):
         for k, fn in cases.items():
-            best[k] = min(best[k], timed(fn, device, repeats=1))
-    return best
+            times[k].append(timed(fn, device))
+    return times
+
+
+def unlimited(B: int, device: str, rounds: int) -> None:
+    print("unlimited stack")
+    print(f"{'Q':>2} {'G':>2} {'T':>5} {'fwd s':>8} {'fwd+bwd s':>10} {'fwd ns/unit':>12} "
+          f"{'f+b ns/unit':>12}")
+    for Q, G in [(2, 3), (3, 3)]:
+        cases = {}
+        for T in (32, 64, 128):
+            cases[T, "f"], cases[T, "fb"] = case(B, Q, G, T, None, device)
+        med = {k: statistics.median(v) for k, v in interleaved(cases, device, rounds).items()}
+        for T in (32, 64, 128):
+            f, fb = med[T, "f"], med[T, "fb"]
+            c = cost(B, Q, G, T)
+            print(f"{Q:>2} {G:>2} {T:>5} {f:8.3f} {fb:10.3f} {1e9 * f / c:12.3f} "
+                  f"{1e9 * fb / c:12.3f}")
+
+
+def windowed(B: int, device: str, rounds: int, D: int = 10) -> None:
+    """Median seconds; "x prev" for times is the median over rounds of t(T)/t(T/2) within the
+    round (the two sizes ran moments apart), for memory the plain ratio."""
+    Ts = (128, 256, 512, 1024)
+    peak = peak_bytes_cuda if device.startswith("cuda") else peak_bytes
+    for Q, G in [(2, 3), (3, 3)]:
+        print(f"windowed stack, D = {D}, Q = {Q}, G = {G} (sizes interleaved, {rounds} rounds; "
+              f"x prev = ratio to T/2)")
+        print(f"{'T':>5} {'fwd s':>8} {'x prev':>7} {'fwd+bwd s':>10} {'x prev':>7} "
+              f"{'peak fwd MiB':>13} {'x prev':>7} {'peak f+b MiB':>13} {'x prev':>7}")
+        cases = {}
+        for T in Ts:
+            cases[T, "f"], cases[T, "fb"] = case(B, Q, G, T, D, device)
+        times = interleaved(cases, device, rounds)
+        mem = {(T, k): peak(cases[T, k]) for T in Ts for k in ("f", "fb")}
+        for j, T in enumerate(Ts):
+            cols = []
+            for k in ("f", "fb"):
+                r = statistics.median(a / b for a, b in zip(times[T, k], times[Ts[j - 1], k]))
+                rs = f"{r:7.2f}" if j else f"{'':>7}"
+                cols.append(f"{statistics.median(times[T, k]):{8 if k == 'f' else 10}.3f} {rs}")
+            for k in ("f", "fb"):
+                rs = f"{mem[T, k] / mem[Ts[j - 1], k]:7.2f}" if j else f"{'':>7}"
+                cols.append(f"{mem[T, k] / 2 ** 20:13.2f} {rs}")
+            print(f"{T:>5} " + " ".join(cols))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--part", choices=("all", "unlimited", "windowed"), default="all")
     ap.add_argument("--device", default="cpu")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     B = 8
     clock = "wall-clock" if args.device.startswith("cuda") else "process CPU"
     print(f"device {args.device}, {torch.get_num_threads()} threads, B = {B}, {clock} seconds")
-    print("unlimited stack")
-    print(f"{'Q':>2} {'G':>2} {'T':>5} {'fwd s':>8} {'fwd+bwd s':>10} {'fwd ns/unit':>12} "
-          f"{'f+b ns/unit':>12}")
-    for Q, G in [(2, 3), (3, 3)]:
-        for T in (32, 64, 128):
-            fwd, fwd_bwd = case(B, Q, G, T, None, args.device)
-            f, fb = timed(fwd, args.device), timed(fwd_bwd, args.device)
-            c = cost(B, Q, G, T)
-            print(f"{Q:>2} {G:>2} {T:>5} {f:8.3f} {fb:10.3f} {1e9 * f / c:12.3f} "
-                  f"{1e9 * fb / c:12.3f}")
-    print("windowed stack, D = 10, Q = 2, G = 3 (sizes interleaved, best of 7 rounds)")
-    print(f"{'T':>5} {'fwd s':>8} {'x prev':>7} {'fwd+bwd s':>10} {'x prev':>7} "
-          f"{'peak fwd MiB':>13} {'peak f+b MiB':>13}")
-    Ts = (128, 256, 512, 1024)
-    cases = {}
-    for T in Ts:
-        cases[T, "f"], cases[T, "fb"] = case(B, 2, 3, T, 10, args.device)
-    best = interleaved(cases, args.device, 7)
-    peak = peak_bytes_cuda if args.device.startswith("cuda") else peak_bytes
-    for j, T in enumerate(Ts):
-        f, fb = best[T, "f"], best[T, "fb"]
-        rf = f"{f / best[Ts[j - 1], 'f']:7.2f}" if j else f"{'':>7}"
-        rb = f"{fb / best[Ts[j - 1], 'fb']:7.2f}" if j else f"{'':>7}"
-        mf, mfb = peak(cases[T, "f"]), peak(cases[T, "fb"])
-        print(f"{T:>5} {f:8.3f} {rf} {fb:10.3f} {rb} {mf / 2 ** 20:13.2f} {mfb / 2 ** 20:13.2f}")
+    if args.part in ("all", "unlimited"):
+        unlimited(B, args.device, args.rounds)
+    if args.part in ("all", "windowed"):
+        windowed(B, args.device, args.rounds)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
 
 from pdanet.automata import BOTTOM
 from pdanet.automata import semiring as S
@@ -147,3 +149,50 @@ def test_bad_actions_are_typed_errors():
         NondeterministicStack(2, 3, window=0)
     with pytest.raises(InputError, match="floating"):
         net(torch.zeros(1, 4, 2, 3, 2, 7, dtype=torch.int64))
+
+
+def _span(x: torch.Tensor) -> int:
+    """Elements from the first to the last one a (strided) tensor can touch."""
+    return 0 if x.numel() == 0 else 1 + sum((n - 1) * abs(s) for n, s in zip(x.shape, x.stride()))
+
+
+class _OpLog(TorchDispatchMode):
+    """Records, for every aten op run, the largest span among its tensor inputs and outputs
+    (0 for view ops, which touch no elements)."""
+
+    def __init__(self):
+        super().__init__()
+        self.spans: list[int] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        flat = [a for a in tree_flatten((args, kwargs, out))[0] if isinstance(a, torch.Tensor)]
+        self.spans.append(0 if func.is_view else max(map(_span, flat), default=0))
+        return out
+
+
+def test_windowed_step_work_and_memory_do_not_grow_with_length():
+    """Every aten op of a windowed forward+backward, logged at T = 60, 120, 180: the number of
+    ops and the number of saved elements grow by the same amount per added step, and the ops
+    whose operands span T or more elements (the once-per-call ones: actions in, outputs out)
+    are as many at every T, so no step reads or writes memory whose extent grows with T."""
+    B, Q, G, D = 2, 1, 2, 3
+    net = NondeterministicStack(Q, G, window=D)
+    net(torch.randn(B, 2 * D, Q, G, Q, 2 * G + 1))               # fills the gather-index cache
+    ops, big, saved = {}, {}, {}
+    for T in (60, 120, 180):
+        x = torch.randn(B, T, Q, G, Q, 2 * G + 1, dtype=torch.float64, requires_grad=True)
+        sizes: list[int] = []
+
+        def pack(t: torch.Tensor, sizes=sizes) -> torch.Tensor:
+            sizes.append(t.numel())
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), _OpLog() as log:
+            res = net(x)
+            (res.log_norm.sum() + res.reading.sum()).backward()
+        ops[T], saved[T] = len(log.spans), sum(sizes)
+        big[T] = sum(s >= T for s in log.spans)
+    assert ops[180] - ops[120] == ops[120] - ops[60] > 0
+    assert saved[180] - saved[120] == saved[120] - saved[60] > 0
+    assert big[60] == big[120] == big[180]

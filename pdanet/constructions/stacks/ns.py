@@ -23,30 +23,36 @@ Per step t, with rows i over the kept range at once (no loop over i or over the 
 
 - one matrix product of column t−1 with [replace | pop] actions gives the replace term of
   Eq. 2 and X[k][u,y→r] = Σ_{s,z} E[k→t−1][u,y→s,z] Δ[t][s,z→r,pop];
-- one batched product over (k, u) gives the pop term Σ_k E[i→k]·X[k] for all rows i: the kept
-  γ live in one preallocated tensor ``F[b, y, i, q, x, k mod W, u]`` (row i, column k), so the
-  operand (rows lo..t−3, columns lo+1..t−2) is a strided view; entries with k ≤ i are zeros that
-  are never written. For large blocks the rows are cut into up to 4 pieces, each reading only
-  the columns right of its first row (the block is upper triangular);
+- one batched product over (k, u) gives the pop term Σ_k E[i→k]·X[k] for all rows i at once;
 - one max-shifted product gives α[t] (Eq. 4) and the bottom level.
 
-Window D (§5.1): only γ[i→t] with t − i ≤ D are kept (D=None: unlimited). Columns are slots
-k mod W of each row, with W = T+1 (unlimited, or 2D ≥ T+1) or W = 2D: a row's D kept columns
-get distinct slots, and a slot that a pop step reads for some k ≤ i is one that row i never
-fills, so it stays zero. Time per step is O(B·Q³G²·min(t, D)²) and F holds
-(T+1)·B·G²Q²·W numbers — linear in T for a fixed D (the backward pass needs every column, so
-F keeps all rows). F is written in place; the products that read it are custom autograd
-functions that take their operand from F in the backward pass and accumulate the gradient of F
-in a twin buffer, which the function that wrote each column hands back to autograd (and zeroes,
-so a second backward pass starts clean). A chain of scalar "tokens" (write t → every later
-reader) makes autograd run each column's write-back after all its readers, so the gradients
-are those of the plain computation (tested by gradcheck and by finite differences).
+Unlimited stack (window None): the γ live in one preallocated tensor ``F[b, y, i, q, x, k, u]``
+(row i, column k), so the pop operand (rows 0..t−3, columns 1..t−2) is a strided view; entries
+with k ≤ i are zeros that are never written, and for large blocks the rows are cut into up to 4
+pieces, each reading only the columns right of its first row (the block is upper triangular).
+F is written in place; the products that read it are custom autograd functions that take their
+operand from F in the backward pass and accumulate the gradient of F in a twin buffer, which the
+function that wrote each column hands back to autograd (and zeroes, so a second backward pass
+starts clean). A chain of scalar "tokens" (write t → every later reader) makes autograd run each
+column's write-back after all its readers, so the gradients are those of the plain computation
+(tested by gradcheck and by finite differences). Time per step O(B·Q³G²·t²), memory O(T²).
+
+Window D (§5.1): only γ[i→t] with t − i ≤ D are kept. Each column E[·→t] (rows max(0, t−D)..t−1)
+is its own tensor, and a step reads only column t−1, the columns t−D+1..t−2 and the last D
+values v: the pop operand is gathered from them by one fixed index (the same for every
+t ≥ 2D−1) into a fresh block, which the backward gathers again instead of saving. So a step's
+work, the memory it touches and the autograd nodes it adds are the same for every t and T:
+time O(B·Q³G²·D²) per step; memory O(T·B·Q²G²·D) with gradients, and without them O(D·B·Q²G²)
+besides the actions and the outputs (old columns are let go). The actions, the per-step values
+and their gradients are laid out time-major, so each step reads and writes one slab of them.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -57,7 +63,7 @@ from pdanet.errors import InputError
 class NSResult:
     """``log_alpha`` (B, T+1, Q, G); ``reading`` (B, T+1, Q, G) in RNS mode or (B, T+1, G) in NS
     mode; ``log_norm`` (B, T+1): log Σ α (−inf where no run survives); ``stored`` the number of
-    kept γ entries (the tensor F) plus the kept α entries."""
+    γ entries of the chart (the tensor F, or all windowed columns) plus the α entries."""
 
     log_alpha: torch.Tensor
     reading: torch.Tensor
@@ -93,15 +99,22 @@ _safe_log = _SafeLog.apply
 
 
 class _Tape:
-    """The kept chart: F (B, G, T+1, Q, G, W, Q) with F[b, y, i, q, x, k mod W, u] = E[i→k][q, x →
-    u, y]; V (T+1, B, Q, G) with V[t] = v[t]; their gradient twins, made on first use."""
+    """The unlimited chart: F (B, G, T+1, Q, G, T+1, Q) with F[b, y, i, q, x, k, u] = E[i→k][q, x →
+    u, y]; V (T+1, B, Q, G) with V[t] = v[t]; their gradient twins, made on first use; the token
+    chain (one token per written column)."""
 
-    def __init__(self, T: int, B: int, Q: int, G: int, W: int, like: torch.Tensor):
-        self.F = like.new_zeros((B, G, T + 1, Q, G, W, Q))
-        self.V = like.new_zeros((T + 1, B, Q, G))
-        self.W = W
+    def __init__(self, T: int, B: int, Q: int, G: int, v0: torch.Tensor):
+        self.F = v0.new_zeros((B, G, T + 1, Q, G, T + 1, Q))
+        self.V = v0.new_zeros((T + 1, B, Q, G))
+        self.V[0].copy_(v0)
+        self.vs = [v0]
+        self.tokens = [v0.new_zeros(())]
         self.gF: torch.Tensor | None = None
         self.gV: torch.Tensor | None = None
+
+    @property
+    def stored(self) -> int:
+        return self.F.numel() + self.V.numel()
 
     def grads(self) -> tuple[torch.Tensor, torch.Tensor]:
         if self.gF is None:
@@ -110,14 +123,28 @@ class _Tape:
 
     def column(self, buf: torch.Tensor, t: int, lo: int) -> torch.Tensor:
         """Column t, rows lo..t−1, as a (B, G, I, Q, G, Q) view [b, y, i, q, x, r]."""
-        return buf[:, :, lo:t, :, :, t % self.W]
+        return buf[:, :, lo:t, :, :, t]
 
     def block(self, buf: torch.Tensor, lo: int, rows: int, a: int, b: int) -> torch.Tensor:
-        """Rows lo..lo+rows−1, slots a..b−1, as a (B·G, rows·Q·G, (b−a)·Q) view."""
+        """Rows lo..lo+rows−1, columns a..b−1, as a (B·G, rows·Q·G, (b−a)·Q) view."""
         B, G, _, Q = buf.shape[:4]
         blk = buf[:, :, lo:lo + rows, :, :, a:b]
         s = blk.stride()
         return blk.as_strided((B * G, rows * Q * G, (b - a) * Q), (s[1], s[4], 1))
+
+    def pop(self, t: int, lo: int, X: torch.Tensor) -> torch.Tensor:
+        """Pop term for rows lo..t−3 from X (B, K, U, Y, R) on k = lo+1..t−2, as (B·G, K·Q·G, Q)."""
+        B, K, Q, G = X.shape[:4]
+        Xs = X.permute(0, 3, 1, 2, 4).reshape(B * G, K * Q, Q)
+        return _Pop.apply(Xs, self.tokens[t - 2], self, lo, K, lo + 1, t - 1)
+
+    def read(self, t: int, lo: int) -> torch.Tensor:
+        """v[lo..t−1] as (B, t−lo, Q, G)."""
+        return _Read.apply(self.tokens[t - 1], self, lo, t).permute(1, 0, 2, 3)
+
+    def write(self, t: int, lo: int, E: torch.Tensor, v: torch.Tensor) -> None:
+        self.tokens.append(_Write.apply(E, v, self.tokens[t - 1], self, t, lo))
+        self.vs.append(v)
 
 
 class _Write(torch.autograd.Function):
@@ -143,43 +170,42 @@ class _Write(torch.autograd.Function):
         return gE, gv, gE.new_zeros(()), None, None, None
 
 
-def _pieces(rows: int, split: bool) -> list[tuple[int, int]]:
+def _pieces(rows: int) -> list[tuple[int, int]]:
     """Row pieces of the pop block: piece [r0, r1) needs columns k > lo + r0 only, so splitting
     the upper-triangular block skips most of its zero lower part."""
-    n = 1 if not split or rows < 24 else 2 if rows < 48 else 4
+    n = 1 if rows < 24 else 2 if rows < 48 else 4
     cuts = [rows * j // n for j in range(n + 1)]
     return [(cuts[j], cuts[j + 1]) for j in range(n)]
 
 
 class _Pop(torch.autograd.Function):
-    """Pop term of Eq. 2 for rows lo..lo+rows−1: Σ_{k,u} E[i→k][q,x→u,y] · X[k][u,y→r] as
-    (B·G, rows·Q·G, Q), with X given on the slots a..b−1 ((B·G, (b−a)·Q, Q), zeros off range).
-    With ``split`` the slots are columns k = lo+1.. in order and the block is cut into row
-    pieces (`_pieces`)."""
+    """Pop term of Eq. 2 for rows lo..lo+rows−1 from the tape: Σ_{k,u} E[i→k][q,x→u,y] ·
+    X[k][u,y→r] as (B·G, rows·Q·G, Q), with X given on the columns k = a..b−1 ((B·G, (b−a)·Q, Q));
+    the block is cut into row pieces (`_pieces`)."""
 
     @staticmethod
-    def forward(ctx, X, token, tape, lo, rows, a, b, split):
+    def forward(ctx, X, token, tape, lo, rows, a, b):
         ctx.save_for_backward(X)
-        ctx.tape, ctx.args = tape, (lo, rows, a, b, split)
+        ctx.tape, ctx.args = tape, (lo, rows, a, b)
         Q = X.shape[-1]
         return torch.cat([torch.bmm(tape.block(tape.F, lo + r0, r1 - r0, a + r0, b), X[:, r0 * Q:])
-                          for r0, r1 in _pieces(rows, split)], dim=1)
+                          for r0, r1 in _pieces(rows)], dim=1)
 
     @staticmethod
     def backward(ctx, g):
         (X,) = ctx.saved_tensors
-        tape, (lo, rows, a, b, split) = ctx.tape, ctx.args
+        tape, (lo, rows, a, b) = ctx.tape, ctx.args
         gF, _ = tape.grads()
         Q = X.shape[-1]
         QG = g.shape[1] // rows
         gX = torch.zeros_like(X)
-        for r0, r1 in _pieces(rows, split):
+        for r0, r1 in _pieces(rows):
             gp = g[:, r0 * QG:r1 * QG]
             gX[:, r0 * Q:] += torch.bmm(tape.block(tape.F, lo + r0, r1 - r0, a + r0, b)
                                         .transpose(1, 2), gp)
             tape.block(gF, lo + r0, r1 - r0, a + r0, b).add_(
                 torch.bmm(gp, X[:, r0 * Q:].transpose(1, 2)))
-        return gX, g.new_zeros(()), None, None, None, None, None, None
+        return gX, g.new_zeros(()), None, None, None, None, None
 
 
 class _Read(torch.autograd.Function):
@@ -195,6 +221,107 @@ class _Read(torch.autograd.Function):
         a, b = ctx.ab
         ctx.tape.grads()[1][a:b].add_(g)
         return g.new_zeros(()), None, None, None
+
+
+@functools.lru_cache(maxsize=512)
+def _ring_index(t: int, D: int, Q: int, G: int, device: torch.device):
+    """Gather indices of the windowed pop block at step t (the same for every t ≥ 2D−1).
+
+    The kept columns k = lo+1..t−2 (lo = max(0, t−D)), column k holding rows max(0, k−D)..k−1
+    as (B, n_k, Q, G, Q, G) [b, i, q, x, u, y], are flattened per batch element and concatenated,
+    followed by one zero. ``idx`` picks, in the order [y, i, q, x, k, u] (rows i = lo..t−3), the
+    entry E[i→k][q, x → u, y], or the zero where i ≥ k; ``inv`` maps each concatenated entry to
+    its place in the block (or to one past its end where it is not used)."""
+    lo = max(0, t - D)
+    K = t - 2 - lo                                     # rows lo..t−3 and columns lo+1..t−2
+    k = lo + 1 + np.arange(K)
+    lok = np.maximum(0, k - D)
+    size = (k - lok) * (Q * G) ** 2
+    off = np.concatenate([[0], np.cumsum(size)[:-1]])
+    N = int(size.sum())
+    y, i, q, x, kk, u = np.ogrid[:G, :K, :Q, :G, :K, :Q]
+    val = off[kk] + ((((lo + i - lok[kk]) * Q + q) * G + x) * Q + u) * G + y
+    valid = np.broadcast_to(i <= kk, val.shape)        # row lo+i < column lo+1+kk
+    val = np.where(valid, val, N).ravel()
+    inv = np.full(N, val.size)
+    inv[val[valid.ravel()]] = np.flatnonzero(valid)
+    return (torch.as_tensor(val, dtype=torch.long, device=device),
+            torch.as_tensor(inv, dtype=torch.long, device=device))
+
+
+def _ring_block(cols: tuple[torch.Tensor, ...], idx: torch.Tensor, KQ: int) -> torch.Tensor:
+    """The pop block (B·G, rows·Q·G, K·Q) gathered from the kept columns (see `_ring_index`)."""
+    B = cols[0].shape[0]
+    S = torch.cat([c.reshape(B, -1) for c in cols] + [cols[0].new_zeros(B, 1)], dim=1)
+    return S.index_select(1, idx).view(B * cols[0].shape[5], -1, KQ)
+
+
+class _RingPop(torch.autograd.Function):
+    """Pop term of Eq. 2 from the kept columns: the gathered block (`_ring_block`) times X
+    ((B·G, K·Q, Q), [b, y][k, u → r]) as (B·G, rows·Q·G, Q). The block is gathered again in the
+    backward instead of being saved, so a step keeps only X (the columns are kept anyway)."""
+
+    @staticmethod
+    def forward(ctx, X, idx, inv, *cols):
+        ctx.save_for_backward(X, idx, inv, *cols)
+        return torch.bmm(_ring_block(cols, idx, X.shape[1]), X)
+
+    @staticmethod
+    def backward(ctx, g):
+        X, idx, inv, *cols = ctx.saved_tensors
+        A = _ring_block(tuple(cols), idx, X.shape[1])
+        gX = torch.bmm(A.transpose(1, 2), g)
+        B = cols[0].shape[0]
+        gA = torch.bmm(g, X.transpose(1, 2)).reshape(B, -1)
+        gS = torch.cat([gA, gA.new_zeros(B, 1)], dim=1).index_select(1, inv)
+        gcols = gS.split([c.numel() // B for c in cols], dim=1)
+        return (gX, None, None) + tuple(gc.reshape(c.shape) for gc, c in zip(gcols, cols))
+
+
+class _Ring:
+    """The windowed chart: the columns E[·→t] as separate tensors (B, n_t, Q, G, Q, G), the last
+    D of which a step reads (older ones are dropped from here; autograd keeps what it needs),
+    and v[t] (B, Q, G). Every step touches O(D) columns, whatever t and T."""
+
+    def __init__(self, D: int, v0: torch.Tensor):
+        self.D = D
+        self.cols: list[torch.Tensor | None] = [None]
+        self.vs = [v0]
+        self.stored = v0.numel()
+
+    def pop(self, t: int, lo: int, X: torch.Tensor) -> torch.Tensor:
+        """Pop term for rows lo..t−3 from X (B, K, U, Y, R) on k = lo+1..t−2, as (B·G, K·Q·G, Q)."""
+        B, K, Q, G = X.shape[:4]
+        Xs = X.permute(0, 3, 1, 2, 4).reshape(B * G, K * Q, Q)
+        idx, inv = _ring_index(min(t, 2 * self.D - 1), self.D, Q, G, X.device)
+        return _RingPop.apply(Xs, idx, inv, *self.cols[lo + 1:t - 1])
+
+    def read(self, t: int, lo: int) -> torch.Tensor:
+        """v[lo..t−1] as (B, t−lo, Q, G)."""
+        return torch.stack(self.vs[lo:t], dim=1)
+
+    def write(self, t: int, lo: int, E: torch.Tensor, v: torch.Tensor) -> None:
+        self.cols.append(E)
+        self.vs.append(v)
+        self.stored += E.numel() + v.numel()
+        if t > self.D:
+            self.cols[t - self.D] = None               # read last at step t − 1
+
+
+class _BatchMajor(torch.autograd.Function):
+    """(T, B, ...) → contiguous (B, T, ...), with the gradient made time-major and contiguous
+    again, so that the backward of the stack of per-step tensors hands each step one slab."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.transpose(0, 1).contiguous()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.transpose(0, 1).contiguous()
+
+
+_batch_major = _BatchMajor.apply
 
 
 class NondeterministicStack(nn.Module):
@@ -245,34 +372,28 @@ class NondeterministicStack(nn.Module):
         QG = Q * G
         dev, dt = log_actions.device, log_actions.dtype
         mask = valid_mask(G, dev)[None, None, None, :, None, :]
-        lact = log_actions.masked_fill(~mask, float("-inf"))
-        # m[t]: a detached max-shift per (batch, step); d = exp(log Δ − m) in linear scale
+        # time-major (T, B, ...), so that each step reads one contiguous slab
+        lact = log_actions.transpose(0, 1).contiguous().masked_fill(~mask, float("-inf"))
+        # m[t]: a detached max-shift per (step, batch); d = exp(log Δ − m) in linear scale
         m = lact.detach().amax(dim=(2, 3, 4, 5))
         m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
         d = torch.exp(lact - m[:, :, None, None, None, None])
         # per step (unbind: its backward is one stack, not a zero-filled tensor per step)
-        push = d[..., :G].unbind(1)                                      # (B, Q, G, Q, G)
-        rp = torch.cat([d[..., G:2 * G].reshape(B, T, QG, QG),           # replace (Eq. 2)
-                        d[..., 2 * G].reshape(B, T, QG, Q)], dim=3).unbind(1)   # | pop
-        bottom = d[:, :, :, 0, :, G].unbind(1)                           # ⊥ → ⊥ (B, Q, Q)
+        push = d[..., :G].unbind(0)                                      # (B, Q, G, Q, G)
+        rp = torch.cat([d[..., G:2 * G].reshape(T, B, QG, QG),           # replace (Eq. 2)
+                        d[..., 2 * G].reshape(T, B, QG, Q)], dim=3).unbind(0)   # | pop
+        bottom = d[:, :, :, 0, :, G].unbind(0)                           # ⊥ → ⊥ (B, Q, Q)
 
-        Wt = T + 1 if D is None or 2 * D >= T + 1 else 2 * D             # slots per row
-        tape = _Tape(T, B, Q, G, Wt, d)
         v0 = d.new_full((B, Q, G), float("-inf"))
         v0[:, self.start, 0] = 0.0
-        tape.V[0].copy_(v0)
+        chart = _Tape(T, B, Q, G, v0) if D is None else _Ring(D, v0)
         P = torch.zeros(T + 1, B, dtype=dt, device=dev)                  # constants
         with torch.no_grad():
-            P[1:] = m.t()
-        token = d.new_zeros(())
-        tokens = [token]
-        vs = [v0]
+            P[1:] = m
         prev = None                                                      # E[·→t−1]
-        los = [0]
+        plo = 0                                                          # rows of column t−1
         for t in range(1, T + 1):
-            lo = 0 if D is None else max(0, t - D)
-            plo = los[t - 1]                                             # rows of column t−1
-            los.append(lo)
+            lo = 0 if D is None else max(0, t - D)                       # rows of column t
             if t >= 2:
                 K = t - 1 - plo
                 out = torch.bmm(prev.reshape(B, K * QG, QG), rp[t - 1])
@@ -281,16 +402,7 @@ class NondeterministicStack(nn.Module):
                 X = out[..., QG:]                                        # (B, K, U, Y, R)
                 rows = t - 2 - lo                                        # pop rows lo..t−3
                 if rows > 0:
-                    Xk = X[:, lo + 1 - plo:].permute(0, 3, 1, 2, 4)          # k = lo+1..t−2
-                    if (lo + 1) % Wt <= (t - 2) % Wt:                         # slots in order
-                        a, b, split = (lo + 1) % Wt, (t - 2) % Wt + 1, True
-                        Xs = Xk.reshape(B * G, rows * Q, Q)
-                    else:                                                     # wraps: all slots
-                        a, b, split = 0, Wt, False
-                        slots = torch.arange(lo + 1, t - 1, device=dev) % Wt
-                        Xs = Xk.new_zeros(B, G, Wt, Q, Q).index_copy(2, slots, Xk)
-                        Xs = Xs.view(B * G, Wt * Q, Q)
-                    popt = _Pop.apply(Xs, tokens[t - 2], tape, lo, rows, a, b, split)
+                    popt = chart.pop(t, lo, X[:, lo + 1 - plo:])             # k = lo+1..t−2
                     popt = popt.view(B, G, rows, Q, G, Q).permute(0, 2, 3, 4, 5, 1)
                     C = torch.cat([rep[:, :rows] + popt, rep[:, rows:], push[t - 1][:, None]], 1)
                 else:
@@ -305,18 +417,17 @@ class NondeterministicStack(nn.Module):
                 P[t] += P[t - 1] + torch.log(s)
             E = C / s.view(B, 1, 1, 1, 1, 1)
             # Eq. 4: v[t] = log Σ_i e^{v[i]} E[i→t]; bottom: Σ_{k,u} e^{v[k]} X[k][u,⊥→r] / s
-            Vr = _Read.apply(tokens[t - 1], tape, plo, t)                # rows plo..t−1
+            Vr = chart.read(t, plo)                                      # (B, t−plo, Q, G)
             with torch.no_grad():
-                wm = Vr.amax(dim=(0, 2, 3)).nan_to_num(neginf=0.0)
-            ev = torch.exp(Vr - wm[None, :, None, None]).permute(1, 0, 2, 3)    # (B, I', Q, G)
+                wm = Vr.amax(dim=(1, 2, 3)).nan_to_num(neginf=0.0)
+            ev = torch.exp(Vr - wm[:, None, None, None])
             acc = torch.bmm(ev[:, lo - plo:].reshape(B, 1, -1), E.view(B, -1, QG)).view(B, Q, G)
             accb = torch.bmm(ev[..., 0].reshape(B, 1, -1), Y.reshape(B, -1, Q)).view(B, Q, 1)
             acc = torch.cat([accb / s.view(B, 1, 1), acc[:, :, 1:]], dim=2)
             v = _safe_log(acc) + wm.view(B, 1, 1)
-            tokens.append(_Write.apply(E, v, tokens[t - 1], tape, t, lo))
-            vs.append(v)
-            prev = E
-        V = torch.stack(vs, dim=1)                                      # (B, T+1, Q, G)
+            chart.write(t, lo, E, v)
+            prev, plo = E, lo
+        V = _batch_major(torch.stack(chart.vs))                          # (B, T+1, Q, G)
         Pb = P.t()
         log_alpha = V + Pb[:, :, None, None]
         flat = V.reshape(B, T + 1, QG)
@@ -327,7 +438,7 @@ class NondeterministicStack(nn.Module):
                               torch.zeros_like(flat)).reshape(B, T + 1, Q, G)
         if self.mode == "ns":
             reading = reading.sum(dim=2)
-        return NSResult(log_alpha, reading, norm + Pb, tape.F.numel() + tape.V.numel())
+        return NSResult(log_alpha, reading, norm + Pb, chart.stored)
 
 
 __all__ = ["NSResult", "NondeterministicStack", "valid_mask"]
