@@ -8,7 +8,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pdanet as pn
-
 from benchmarks.acceptance import DFA_TARGETS, DYCK_METHODS, finite_state_machines
 
 
