@@ -162,7 +162,8 @@ def test_module_lstm_step_lies_in_the_enclosure():
 
 def test_saturation_thresholds_hold_for_every_kernel():
     sat = iv.saturation(torch.float32)
-    assert 17 < sat.sigmoid < 18 and 9 < sat.tanh < 10 and "every float32" in sat.checked
+    # near where correctly rounded kernels reach 1: ln 2^25 ≈ 17.33 and ½ ln 2^26 ≈ 9.01
+    assert 16 < sat.sigmoid < 20 and 8.5 < sat.tanh < 10.5 and "every float32" in sat.checked
     z = torch.tensor([sat.sigmoid, sat.sigmoid * 1.5, 1e6], dtype=torch.float32)
     assert (torch.sigmoid(z) == 1).all() and (iv._layer_probe("sigmoid", z) == 1).all()
     t = torch.tensor([sat.tanh, 20.0, 1e30], dtype=torch.float32)
