@@ -180,3 +180,15 @@ def test_saturation_thresholds_hold_for_every_kernel():
     finally:
         iv.set_kernel_model(previous)
     assert s.lo[0] == 1.0 and s.hi[0] == 1.0
+
+
+def test_results_flushed_to_zero_are_enclosed():
+    """float32 sigmoid(−90) is 8e-40 (subnormal) in exact arithmetic; the kernel returns 0.0."""
+    z = np.array([-90.0, -88.0, -100.0])
+    got = torch.sigmoid(torch.tensor(z, dtype=torch.float32)).double().numpy()
+    for model in iv.KERNEL_MODELS:
+        previous = iv.set_kernel_model(model)
+        try:
+            assert iv.sigmoid(iv.Interval.point(z), torch.float32).contains(got).all(), model
+        finally:
+            iv.set_kernel_model(previous)

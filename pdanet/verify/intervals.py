@@ -10,7 +10,8 @@ module computes in its dtype (float32 or float64), by the standard error model:
 - a product or sum of two numbers is rounded once: relative error ≤ u;
 - tanh and the logistic sigmoid are computed within `ACTIVATION_ULPS` units in the
   last place (a stated assumption about the library's kernels, well above their documented error),
-  plus an absolute term for results that underflow.
+  plus an absolute term (the smallest normal number) for results that underflow or are flushed
+  to zero.
 
 The float64 arithmetic used here to evaluate the bounds is itself rounded; each result is widened
 by the same model for float64 and then rounded outward with ``nextafter``.
@@ -33,8 +34,10 @@ def unit_roundoff(dtype: torch.dtype) -> float:
 
 
 def tiny(dtype: torch.dtype) -> float:
-    """The smallest positive subnormal of the dtype (absolute error floor)."""
-    return float(torch.finfo(dtype).tiny) * float(torch.finfo(dtype).eps)
+    """The absolute error floor: the smallest positive *normal* number of the dtype. Vectorised
+    kernels may flush results that underflow to zero (``torch.sigmoid(-90.0)`` is 0.0 in
+    float32, not the subnormal 8e-40), so a subnormal floor would not enclose them."""
+    return float(torch.finfo(dtype).tiny)
 
 
 def gamma(n: int | np.ndarray, u: float) -> np.ndarray:
@@ -154,10 +157,12 @@ def _fl(x: np.ndarray, dtype: torch.dtype) -> np.ndarray:
 
 def to_dtype(a: Interval, dtype: torch.dtype) -> Interval:
     """The smallest interval of dtype floats holding every dtype float of ``a``: a network's
-    values are floats of its dtype, so rounding the endpoints inward loses none of them."""
+    values are floats of its dtype, so rounding the endpoints inward loses none of them. Where
+    ``a`` holds no float of the dtype (e.g. a point between two floats), the two floats around
+    it."""
     lo = _to_dtype_outward(a.lo, dtype, up=True).double().numpy()
     hi = _to_dtype_outward(a.hi, dtype, up=False).double().numpy()
-    return Interval(np.minimum(lo, hi), hi)
+    return Interval(np.minimum(lo, hi), np.maximum(lo, hi))
 
 
 def _rounded_product(a: Interval, b: Interval, dtype: torch.dtype) -> Interval:
