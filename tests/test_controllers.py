@@ -177,8 +177,20 @@ def test_random_dpdas_full(m, memory):
 
 
 # --- full sizes -----------------------------------------------------------------------------------
-def _long_strings(name, machine, n, length, rng):
-    """In-domain strings of exactly `length` symbols where a sampler exists, else random walks."""
+def _long_strings(name, machine, n, length, seed=0):
+    """In-domain strings of exactly `length` symbols where a sampler exists, else random walks.
+    (Cached per task: the memories of one task check the same strings.)"""
+    key = (name, n, length, seed)
+    if key not in _STRINGS:
+        _STRINGS.clear()
+        _STRINGS[key] = _draw_strings(name, machine, n, length, np.random.default_rng(seed))
+    return _STRINGS[key]
+
+
+_STRINGS: dict = {}
+
+
+def _draw_strings(name, machine, n, length, rng):
     if name in ("sequence_reversal_deque", "sequence_copy_queue", "sequence_copy_deque",
                 "bigram_flip_queue"):
         V = [s for s in machine.alphabet.symbols if s != BLANK]
@@ -219,7 +231,7 @@ def test_full_sizes(name, machine, memory):
                     max_length=exhaustive, samples=0, long_samples=0)
     assert rep.ok, rep.counterexample
     net = pn.compile(machine, target="stack_rnn", method=memory)
-    strings = _long_strings(name, machine, n, 2000, np.random.default_rng(0))
+    strings = _long_strings(name, machine, n, 2000)
     rep = pn.verify(machine, net, max_length=None, samples=0, long_samples=0, strings=strings,
                     max_batch_steps=(1 << 15) if name in _DEEP else (1 << 17))
     assert rep.ok, rep.counterexample

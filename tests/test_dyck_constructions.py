@@ -435,3 +435,19 @@ def test_fast_forward_matches_the_plain_module(target):
     slow_states, slow_logits = module(ids)                   # grad enabled: the plain path
     assert torch.allclose(fast_states, slow_states.detach(), atol=1e-5)
     assert torch.allclose(fast_logits, slow_logits.detach(), rtol=1e-5, atol=1e-3)
+
+
+@pytest.mark.parametrize("method", ["hewitt", "onehot", "compact"])
+def test_lstm_forward_decoded_is_the_cell_half_of_forward(method):
+    """The verifier's path returns forward's cells and logits exactly, and decodes the same."""
+    machine = pn.tasks.dyck(3, 4)
+    net = pn.compile(machine, target="lstm", method=method)
+    ids, _ = machine.encode(pn.tasks.sample("dyck", 20, [2, 10, 30], rng=0, k=3, m=4))
+    states, logits = net.forward(ids)
+    cells, logits2 = net.forward_decoded(ids)
+    H = net.hidden_units
+    assert torch.equal(states[..., H:], cells) and torch.equal(logits, logits2)
+    a, b = net.decode(states), net.decode(cells)
+    assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+    with pytest.raises(pn.errors.InputError, match="width"):
+        net.decode(states[..., :H - 1])

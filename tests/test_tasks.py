@@ -3,6 +3,7 @@ strings, on perturbed (mostly negative) strings and exhaustively on short string
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import itertools
 
@@ -173,6 +174,20 @@ def test_samplers_reject_impossible_lengths():
         T.sample("dyck2", 3, 3, 0)
     with pytest.raises(InputError, match="non-negative"):
         T.sample("parity", 3, [-1], 0)
+
+
+@pytest.mark.parametrize("k, L", [(1, 8), (2, 6), (3, 4)])
+def test_dyck_sampler_is_uniform_over_the_words_of_a_length(k, L):
+    """Every Dyck-k word of length L (enumerated) is drawn, each about equally often."""
+    words = [w for w in itertools.product(T.dyck_machine(k).alphabet.symbols, repeat=L)
+             if T.dyck_reference(w, k)]
+    assert len(words) == T.dyck_unambiguous_grammar(k).count(L)
+    draws = 400 * len(words)
+    freq = collections.Counter(T.sample(f"dyck{k}", draws, L, np.random.default_rng(k)))
+    assert set(freq) == set(words)
+    p = 1 / len(words)
+    sd = (draws * p * (1 - p)) ** 0.5
+    assert all(abs(freq[w] - draws * p) <= 5 * sd for w in words), freq
 
 
 def test_task_grammars_agree_with_references():

@@ -539,3 +539,32 @@ def test_one_thread_and_overlapped_runs_agree():
         assert (a.ok, a.strings_checked, a.steps_checked, a.counterexample) == (
             b.ok, b.strings_checked, b.steps_checked, b.counterexample)
     assert not b.ok
+
+
+@pytest.mark.parametrize("where", [None, 3, 200])
+def test_pipelined_halves_give_the_same_outcome(where):
+    """With an executor a batch of ≥ PIPELINE_ROWS rows runs as two halves (the first compared
+    while the network runs the second): same outcome as one pass, wherever the first failure
+    lies (none, first half, second half)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pdanet.verify.lockstep import PIPELINE_ROWS, compare_batch
+
+    machine = dyck(2, 3)
+    net = lookup_net(machine)
+    _configs, _, index = reachable_configs(machine)
+    bad = corrupted(net, "out", (index[machine.run("[(")], 4), 1.0)  # '$' wrongly allowed
+    good = ["()", "(())", "[]()", "([])", "(("]
+    strings = [good[i % len(good)] for i in range(PIPELINE_ROWS + 40)]
+    if where is not None:
+        strings[where] = "[(("[:2]                                     # reaches the bad state
+    ids, lengths = machine.encode(strings)
+    one = compare_batch(machine, bad, ids, lengths)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        two = compare_batch(machine, bad, ids, lengths, executor=pool)
+    assert (one.strings, one.steps, one.fields, one.failure) == (
+        two.strings, two.steps, two.fields, two.failure)
+    assert np.array_equal(one.expected, two.expected) and np.array_equal(one.got, two.got)
+    assert (one.failure is None) == (where is None)
+    if where is not None:
+        assert one.failure[0] == where and one.strings == where + 1

@@ -22,6 +22,8 @@ probabilities.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -563,7 +565,12 @@ class LengthTable:
     Weighted: log of the total probability of those derivations (float64, -inf for none).
     `sample(rng, n)` draws a derivation of length n with probability proportional to its weight,
     top-down: a rule with probability ∝ p(rule)·w(body, n), then the split of n over the body
-    symbols one at a time."""
+    symbols one at a time.
+
+    Tables are arrays over n: w(A, ·) per nonterminal and s(r, i, ·), the weight of body[i:] of
+    rule r, per rule position; s(r, i, n) = Σ_j w(body[i], j)·s(r, i+1, n − j) is one vector
+    product, and each split drawn while sampling is one vector of weights (O(n) numpy work per
+    node, no Python loop over lengths)."""
 
     def __init__(self, grammar: CFG, max_length: int, weighted: bool):
         if not isinstance(max_length, (int, np.integer)) or max_length < 0:
@@ -580,16 +587,43 @@ class LengthTable:
         else:
             self._rule_w = [1] * len(g.rules)
         N = self.max_length
-        self._w: dict = {a: [None] * (N + 1) for a in g.nonterminals}
-        self._seq: dict = {}
+        self._w: dict = {a: self._zeros() for a in g.nonterminals}
+        self._s: dict = {}
+        for r, rule in enumerate(g.rules):
+            for i in range(len(rule.body)):
+                self._s[r, i] = self._zeros()
+            end = self._zeros()
+            end[0] = self._one
+            self._s[r, len(rule.body)] = end
         for n in range(N + 1):
+            # w(A, n) in an order where every w(B, n) that A's rules use with all other body
+            # symbols empty is already known; the other terms of s(·, ·, n) that read a w(B, n)
+            # not yet computed are multiplied by a zero, so they do not affect w(A, n) ...
             for a in order:
-                self._w[a][n] = self._compute(a, n)
+                terms = []
+                for r in g._by_lhs[a]:
+                    self._fill(r, n)
+                    terms.append(self._mul(self._rule_w[r], self._s[r, 0][n]))
+                self._w[a][n] = self._sum(terms)
+            # ... and once all w(·, n) are known, every s(·, ·, n) is recomputed exactly
+            for r in range(len(g.rules)):
+                self._fill(r, n)
 
     # semiring ------------------------------------------------------------------------------------
     @property
     def _zero(self):
         return -math.inf if self.weighted else 0
+
+    @property
+    def _one(self):
+        return 0.0 if self.weighted else 1
+
+    def _zeros(self) -> np.ndarray:
+        if self.weighted:
+            return np.full(self.max_length + 1, -math.inf)
+        out = np.empty(self.max_length + 1, dtype=object)   # exact Python ints
+        out[:] = 0
+        return out
 
     def _is_zero(self, v) -> bool:
         return v == self._zero
@@ -606,53 +640,45 @@ class LengthTable:
         m = max(vals)
         return m + math.log(sum(math.exp(v - m) for v in vals))
 
+    def _terms(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Element-wise products a ⊗ b (weights of the splits of one length)."""
+        return a + b if self.weighted else a * b
+
+    def _total(self, terms: np.ndarray):
+        """⊕ over a vector of weights (log-sum-exp, or an exact integer sum)."""
+        if not self.weighted:
+            return int(terms.sum()) if len(terms) else 0
+        top = terms.max(initial=-math.inf)
+        if top == -math.inf:
+            return -math.inf
+        return float(top + math.log(np.exp(terms - top).sum()))
+
+    def _row(self, x: Hashable) -> np.ndarray | None:
+        """w(x, ·) for a nonterminal; None for a terminal (weight one at length 1 only)."""
+        return self._w[x] if x in self._nt else None
+
+    def _fill(self, r: int, n: int) -> None:
+        """s(r, i, n) for every position i of rule r, last position first."""
+        body = self.grammar.rules[r].body
+        for i in range(len(body) - 1, -1, -1):
+            nxt = self._s[r, i + 1]
+            row = self._row(body[i])
+            if row is None:                                     # a terminal takes one symbol
+                v = nxt[n - 1] if n else self._zero
+            else:
+                v = self._total(self._terms(row[:n + 1], nxt[n::-1]))
+            self._s[r, i][n] = v
+
     def sym(self, x: Hashable, n: int):
         """w(x, n) for a terminal or nonterminal x."""
-        if x in self._nt:
-            v = self._w[x][n]
-            if v is None:
-                raise GrammarError(f"internal: w({x!r}, {n}) requested before it was computed")
-            return v
-        one = 0.0 if self.weighted else 1
-        return one if n == 1 else self._zero
+        row = self._row(x)
+        if row is None:
+            return self._one if n == 1 else self._zero
+        return self._w[x][n]
 
     def seq(self, r: int, i: int, n: int):
         """Weight of body[i:] of rule r deriving strings of length n."""
-        key = (r, i, n)
-        if key in self._seq:
-            return self._seq[key]
-        body = self.grammar.rules[r].body
-        if i == len(body):
-            v = (0.0 if self.weighted else 1) if n == 0 else self._zero
-        else:
-            x = body[i]
-            terms = []
-            lo = 0 if x in self._nt else 1
-            hi = n if x in self._nt else min(n, 1)
-            null = self.grammar.nullable
-            rest_null = all(y in null for y in body[i + 1:])
-            for j in range(lo, hi + 1):
-                # skip zero factors statically, so that w(·, n) is only asked for a nonterminal
-                # that the order of `_same_length_order` has already computed
-                if (j == 0 and x not in null) or (j == n and not rest_null):
-                    continue
-                rest = self.seq(r, i + 1, n - j)
-                if self._is_zero(rest):
-                    continue
-                wx = self.sym(x, j)
-                if not self._is_zero(wx):
-                    terms.append(self._mul(wx, rest))
-            v = self._sum(terms)
-        self._seq[key] = v
-        return v
-
-    def _compute(self, a: Hashable, n: int):
-        terms = []
-        for r in self.grammar._by_lhs[a]:
-            v = self.seq(r, 0, n)
-            if not self._is_zero(v):
-                terms.append(self._mul(self._rule_w[r], v))
-        return self._sum(terms)
+        return self._s[r, i][n]
 
     def total(self, n: int, symbol: Hashable | None = None):
         """w(start, n) (or w(symbol, n))."""
@@ -663,17 +689,16 @@ class LengthTable:
         if not 0 <= n <= self.max_length:
             raise InputError(f"length {n} is outside the table's range [0, {self.max_length}]")
 
-    def _pick(self, rng: np.random.Generator, weights: list) -> int:
+    def _pick(self, rng: np.random.Generator, weights) -> int:
+        """An index drawn with probability ∝ weights (log weights when weighted)."""
         if self.weighted:
-            arr = np.array(weights, dtype=np.float64)
+            arr = np.asarray(weights, dtype=np.float64)
             p = np.exp(arr - arr.max())
-            return int(rng.choice(len(p), p=p / p.sum()))
-        k = _randbelow(rng, sum(weights))
-        for idx, w in enumerate(weights):
-            if k < w:
-                return idx
-            k -= w
-        raise AssertionError("unreachable")
+            cum = np.cumsum(p)
+            return int(min(np.searchsorted(cum, rng.random() * cum[-1], side="right"),
+                           len(cum) - 1))
+        cum = list(itertools.accumulate(int(w) for w in weights))
+        return bisect.bisect_right(cum, _randbelow(rng, cum[-1]))
 
     def sample(self, rng: Any, n: int, symbol: Hashable | None = None) -> tuple:
         """A string of length n drawn as described in the class docstring."""
@@ -690,18 +715,20 @@ class LengthTable:
             if x not in self._nt:
                 out.append(x)
                 continue
-            cands = [r for r in g._by_lhs[x] if not self._is_zero(self.seq(r, 0, m))]
-            ws = [self._mul(self._rule_w[r], self.seq(r, 0, m)) for r in cands]
-            r = cands[self._pick(rng, ws)]
+            rules = g._by_lhs[x]
+            r = rules[self._pick(rng, [self._mul(self._rule_w[r], self._s[r, 0][m])
+                                       for r in rules])]
             body = g.rules[r].body
             parts = []
             rest = m
             for i, y in enumerate(body):
-                opts = [j for j in range(rest + 1)
-                        if not self._is_zero(self.seq(r, i + 1, rest - j))
-                        and not self._is_zero(self.sym(y, j))]
-                ws = [self._mul(self.sym(y, j), self.seq(r, i + 1, rest - j)) for j in opts]
-                j = opts[self._pick(rng, ws)]
+                row = self._row(y)
+                if row is None:
+                    j = 1                                       # a terminal
+                elif i == len(body) - 1:
+                    j = rest                                    # the last symbol takes the rest
+                else:
+                    j = self._pick(rng, self._terms(row[:rest + 1], self._s[r, i + 1][rest::-1]))
                 parts.append((y, j))
                 rest -= j
             stack.extend(reversed(parts))

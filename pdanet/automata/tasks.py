@@ -871,8 +871,39 @@ def dyck_unambiguous_grammar(k: int = 2) -> CFG:
 
 
 def _dyck_sampler(n, lengths, rng=None, k: int = 2):
-    """Uniform over the Dyck-k words of each length (lengths must be even)."""
-    return _grammar_sampler(dyck_unambiguous_grammar(k), n, lengths, rng, weighted=False)
+    """Uniform over the Dyck-k words of each length (lengths must be even), exactly.
+
+    Every Dyck-k word of length L is a Dyck path with a label in [k] on each of its L/2 up-steps,
+    so the words are uniform when the path is uniform and the labels are independent and uniform.
+    The path is drawn left to right: from height d with r steps left, of the N(r, d) =
+    (d+1)/(r+1)·C(r+1, (r−d)/2) completions (ballot numbers) a fraction
+    N(r−1, d+1)/N(r, d) = (d+2)(r−d) / (2r(d+1)) starts with an up-step; that ratio is drawn
+    exactly, with integers. Vectorised over the strings of one length: O(L) numpy steps."""
+    rng = _check_rng(rng)
+    ls = _lengths(n, lengths, rng)
+    odd = sorted({L for L in ls if L % 2})
+    if odd:
+        raise InputError(f"Dyck-{k} has no string of length {odd[0]}; choose even lengths")
+    opens, closes = _brackets(k)
+    symbols = np.array(opens + closes, dtype=object)
+    out: list = [None] * len(ls)
+    for L in sorted(set(ls)):
+        rows = [i for i, x in enumerate(ls) if x == L]
+        b = len(rows)
+        ids = np.empty((b, L), np.int64)
+        labels = np.zeros((b, L // 2 + 1), np.int64)       # labels of the open brackets, by height
+        d = np.zeros(b, np.int64)
+        at = np.arange(b)
+        for t in range(L):
+            r = L - t
+            up = rng.integers(0, 2 * r * (d + 1)) < (d + 2) * (r - d)
+            new = rng.integers(0, k, size=b)
+            labels[at, np.where(up, d, 0)] = np.where(up, new, labels[at, 0])
+            ids[:, t] = np.where(up, new, k + labels[at, np.maximum(d - 1, 0)])
+            d += np.where(up, 1, -1)
+        for i, row in zip(rows, symbols[ids]):
+            out[i] = tuple(row)
+    return out
 
 
 for _k in range(1, 7):

@@ -119,6 +119,15 @@ class CompiledNetwork:
         ids = torch.as_tensor(np.asarray(ids) if not isinstance(ids, torch.Tensor) else ids)
         return self.module(ids)
 
+    @torch.no_grad()
+    def forward_decoded(self, ids: torch.Tensor | np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        """(states, logits) where the states may be only the part that `decode` reads: the
+        module's own ``forward_decoded`` when it has one (the Dyck LSTMs return the cells c
+        alone, where the stack lives), else `forward`. What the verifier runs."""
+        ids = torch.as_tensor(np.asarray(ids) if not isinstance(ids, torch.Tensor) else ids)
+        fast = getattr(self.module, "forward_decoded", None)
+        return fast(ids) if fast is not None else self.module(ids)
+
     def decode(self, states: torch.Tensor | np.ndarray) -> dict[str, np.ndarray]:
         if isinstance(states, torch.Tensor):
             states = states.detach().cpu().numpy()

@@ -113,8 +113,9 @@ class DyckLSTMNet(RecurrentNet):
     `build_lstm` lays out its slots) are evaluated once; any other weights work too (w = 1, g per
     unit). ``states`` and ``logits`` are (B, T+1, ·) views of buffers stored (·, T+1, B)
     (unit-major: each unit's cells over all steps and strings are one contiguous plane, which
-    is what the recurrence for c and the decoder read). With autograd on, an equivalent
-    differentiable path.
+    is what the recurrence for c and the decoder read). `forward_decoded` returns the cells
+    alone (the decoder accepts [h, c] or c), which is what the verifier reads. With autograd on,
+    an equivalent differentiable path.
     """
 
     def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -129,10 +130,28 @@ class DyckLSTMNet(RecurrentNet):
         buf = out.new_empty(2 * H, T + 1, B)                   # [h; c] by unit, then step, batch
         buf[:H, 0] = h0[0].T
         _unit_major(out, buf[:H, 1:])
-        buf[H:, 0] = c0[0].T
-        self._cells(ids, buf)
+        self._cells(ids, h0[0], c0[0], out, buf[H:])
         logits = _logits_by_column(self, buf[:H].reshape(H, -1)).view(-1, T + 1, B)
         return buf.permute(2, 1, 0), logits.permute(2, 1, 0)
+
+    def forward_decoded(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The part of the states the decoder reads, the cells c (B, T+1, H), and the logits:
+        the same values as `forward` (its states[..., H:] and logits) without storing h a second
+        time (the verifier's path). Views of buffers stored (·, T+1, B)."""
+        if torch.is_grad_enabled() and any(p.requires_grad for p in self.parameters()):
+            states, logits = self.forward(ids)
+            return states[..., self.hidden_size:], logits
+        ids = torch.as_tensor(ids)
+        B, T = ids.shape
+        H = self.hidden_size
+        h0, c0 = self.initial_state(B)
+        out, _ = self.rnn(self.embedding(ids.clamp(min=0)), (h0, c0))
+        cells = out.new_empty(H, T + 1, B)
+        self._cells(ids, h0[0], c0[0], out, cells)
+        hs = _step_major(out).view(T * B, H)
+        first = _logits_by_column(self, h0[0].T)                         # (O, B)
+        logits = torch.cat([first[:, None], _logits_by_column(self, hs.T).view(-1, T, B)], 1)
+        return cells.permute(2, 1, 0), logits.permute(2, 1, 0)
 
     def _differentiable(self, x: torch.Tensor, h0: torch.Tensor, c0: torch.Tensor,
                         out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -164,31 +183,43 @@ class DyckLSTMNet(RecurrentNet):
                 return w, bool((g.view(H // w, w, -1) == g[:w]).all())
         raise AssertionError("unreachable: w = 1 always qualifies")
 
-    def _cells(self, ids: torch.Tensor, buf: torch.Tensor) -> None:
-        """Fill buf[H:, 1:] with c_1..c_T (buf[:H, :-1] holds h_0..h_{T−1}; (unit, step, batch))."""
+    def _cells(self, ids: torch.Tensor, h0: torch.Tensor, c0: torch.Tensor, out: torch.Tensor,
+               cells: torch.Tensor) -> None:
+        """Fill cells (H, T+1, B) with c_0..c_T, from h_0 (B, H), c_0 (B, H) and the nn.LSTM's
+        batch-first output h_1..h_T (B, T, H)."""
         rnn, H = self.rnn, self.hidden_size
-        T, B = buf.shape[1] - 1, buf.shape[2]
+        T, B = cells.shape[1] - 1, cells.shape[2]
         w, periodic = self._shared_rows()
         m = H // w
         n_g = w if periodic else H
         sel = torch.cat([torch.arange(0, H, w), torch.arange(H, 2 * H, w),
-                         2 * H + torch.arange(n_g)]).to(buf.device)
+                         2 * H + torch.arange(n_g)]).to(cells.device)
         bias = (rnn.bias_ih_l0 + rnn.bias_hh_l0)[sel]
         emb = self.embedding.weight
-        codes = torch.cat([emb.T, torch.ones_like(emb[:, :1].T)])     # [input code; 1] per symbol
-        x = codes.index_select(1, ids.T.clamp(min=0).reshape(-1))     # step-major (in+1, T·B)
-        pre = torch.mm(rnn.weight_hh_l0[sel], buf[:H, :T].reshape(H, T * B))  # (gates, T·B)
-        pre.addmm_(torch.cat([rnn.weight_ih_l0[sel], bias[:, None]], 1), x)
+        codes = torch.cat([emb, torch.ones_like(emb[:, :1])], 1)       # [input code, 1] per symbol
+        x = torch.nn.functional.embedding(ids.T.clamp(min=0).reshape(-1), codes)  # by step
+        pre = torch.mm(torch.cat([rnn.weight_ih_l0[sel], bias[:, None]], 1), x.T)  # (gates, T·B)
+        w_hh = rnn.weight_hh_l0[sel]
+        pre[:, :B].addmm_(w_hh, h0.T)                                   # h_{t−1} at t = 1: h_0
+        if T > 1:                                                       # then h_1..h_{T−1}
+            pre[:, B:].addmm_(w_hh, _step_major(out)[:T - 1].reshape(-1, H).T)
         pre[:2 * m].sigmoid_()
         pre[2 * m:].tanh_()
         pre = pre.view(-1, T, B)
         gi, gf = pre[:m, None], pre[m:2 * m, None]                       # (m, 1, T, B)
         gg = pre[2 * m:].view(1 if periodic else m, w, T, B)
-        cells = buf[H:].view(m, w, T + 1, B)
-        c = cells[:, :, 0]
-        for t in range(T):                                              # c_t = f c_{t−1} + i g
-            c = torch.addcmul(gi[:, :, t] * gg[:, :, t], gf[:, :, t], c)
-            cells[:, :, t + 1] = c
+        cells[:, 0] = c0.T
+        cells = cells.view(m, w, T + 1, B)
+        torch.mul(gi, gg, out=cells[:, :, 1:])                          # i ⊙ g, every step
+        for t in range(T):                                              # c_t = i g + f c_{t−1}
+            cells[:, :, t + 1].addcmul_(gf[:, :, t], cells[:, :, t])
+
+
+def _step_major(out: torch.Tensor) -> torch.Tensor:
+    """The (T, B, H) step-major form of a batch-first nn.LSTM output (a view: that is how
+    nn.LSTM stores it; a copy otherwise)."""
+    sm = out.transpose(0, 1)
+    return sm if sm.is_contiguous() else sm.contiguous()
 
 
 def _readout_rows(code: SlotCode) -> tuple[np.ndarray, np.ndarray]:
@@ -557,9 +588,10 @@ def _lstm_decoder(code: SlotCode, m: int, H: int, dtype: np.dtype
 
     def decoder(states: np.ndarray) -> dict[str, np.ndarray]:
         states = np.asarray(states)
-        if states.shape[-1] != 2 * H:
-            raise InputError(f"expected LSTM states [h, c] of width {2 * H}, got {states.shape[-1]}")
-        c = states[..., H:]                                    # the cells: |c| > ½
+        if states.shape[-1] not in (H, 2 * H):
+            raise InputError(f"expected LSTM states [h, c] of width {2 * H} (or the cells c alone, "
+                             f"width {H}), got {states.shape[-1]}")
+        c = states[..., -H:]                                   # the cells: |c| > ½
         on = np.greater(c, 0.5) | np.less(c, -0.5)
         slots = reader.types(on.reshape(on.shape[:-1] + (m, d)))  # bottom first already
         return {"stack": slots, "depth": (slots != -1).sum(-1)}

@@ -66,13 +66,28 @@ def _device(net) -> torch.device:
     return torch.device("cpu")
 
 
-def _run_net(net, ids: np.ndarray) -> dict[str, np.ndarray]:
-    """The network's decoded fields and its readout (as ``"output"``) on a padded batch."""
+def _forward(net, ids: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    """The network's states (only the part its decoder reads, where it says so) and logits."""
+    ids = torch.as_tensor(ids, device=_device(net))
     with torch.no_grad():
-        states, logits = net.forward(torch.as_tensor(ids, device=_device(net)))
+        fwd = getattr(net, "forward_decoded", None)  # the decoded part of the state suffices
+        return fwd(ids) if fwd is not None else net.forward(ids)
+
+
+def _decode(net, states: torch.Tensor, logits: torch.Tensor) -> dict[str, np.ndarray]:
     got = dict(net.decode(states))
     got["output"] = net.readout(logits)
     return got
+
+
+def _run_net(net, ids: np.ndarray) -> dict[str, np.ndarray]:
+    """The network's decoded fields and its readout (as ``"output"``) on a padded batch."""
+    return _decode(net, *_forward(net, ids))
+
+
+# with an executor, a batch of at least this many rows is run as two halves, so that the first
+# half is decoded and compared while the network runs the second
+PIPELINE_ROWS = 256
 
 
 @dataclass(frozen=True)
@@ -144,7 +159,9 @@ def compare_batch(machine: Machine, net, ids: np.ndarray, lengths: np.ndarray,
 
     Positions compared: t ≤ length, and (with ``check_live``) only where the prefix is live.
     With an ``executor`` the network runs in a worker thread while the machine is simulated
-    (torch releases the GIL during the forward pass, so the two overlap).
+    (torch releases the GIL during the forward pass, so the two overlap); a batch of at least
+    `PIPELINE_ROWS` rows then runs as two halves, the first decoded and compared in this thread
+    while the worker runs the second. The outcome is the same either way.
     """
     ids = np.asarray(ids, dtype=np.int64)
     lengths = np.asarray(lengths, dtype=np.int64)
@@ -153,21 +170,27 @@ def compare_batch(machine: Machine, net, ids: np.ndarray, lengths: np.ndarray,
         tol = Tolerance.for_dtype(_net_dtype(net))
     if executor is None:
         trace = machine.run_batch(ids, lengths)
-        got = _run_net(net, ids)
+        chunks = [slice(0, B)]
+        raw = [_forward(net, ids)]
+        result = raw.__getitem__
     else:
-        pending = executor.submit(_run_net, net, ids)
+        chunks = ([slice(0, B // 2), slice(B // 2, B)] if B >= PIPELINE_ROWS
+                  else [slice(0, B)])
+        pending = [executor.submit(_forward, net, ids[c]) for c in chunks]
         try:
             trace = machine.run_batch(ids, lengths)
-        finally:
-            wait([pending])
-        got = pending.result()
+        except BaseException:
+            wait(pending)
+            raise
+        result = (lambda i: pending[i].result())
     expected = dict(trace.fields)
     if "output" not in expected:
+        if executor is not None:
+            wait(pending)
         raise VerificationError(
             f"{type(machine).__name__}.run_batch returned no 'output' field; the verifier needs "
             "the machine's output at every step"
         )
-    names = [n for n in expected if n in got and n != "output"] + ["output"]
 
     mask = np.arange(T + 1)[None, :] <= lengths[:, None]
     if check_live:
@@ -177,30 +200,57 @@ def compare_batch(machine: Machine, net, ids: np.ndarray, lengths: np.ndarray,
         else:
             mask &= S.live_mask(machine, ids, lengths, expected)
 
-    bad_any = np.zeros((B, T + 1), dtype=bool)
+    names = None
+    for i, rows in enumerate(chunks):
+        try:
+            got = _decode(net, *result(i))
+        except BaseException:
+            if executor is not None:
+                wait(pending)
+            raise
+        if names is None:
+            names = [n for n in expected if n in got and n != "output"] + ["output"]
+        bad = _first_difference(expected, got, names, mask, rows, tol)
+        if bad is not None:
+            if executor is not None:
+                for p in pending[i + 1:]:
+                    p.cancel()
+                wait(pending)
+            b, t, name = bad
+            steps_done = int(mask[:b].sum()) + int(mask[b, : t + 1].sum())
+            return BatchOutcome(b + 1, steps_done, tuple(names), (b, t, name),
+                                expected[name][b, t], np.asarray(got[name])[b - rows.start, t])
+    return BatchOutcome(B, int(mask.sum()), tuple(names))
+
+
+def _first_difference(expected: dict, got: dict, names: list, mask: np.ndarray, rows: slice,
+                      tol: Tolerance) -> tuple[int, int, str] | None:
+    """(row, step, field) of the first compared position in `rows` where the network's decoded
+    fields or readout `got` (for those rows) differ from the machine's, or None."""
+    n = rows.stop - rows.start
+    m = mask[rows]
+    bad_any = np.zeros((n, mask.shape[1]), dtype=bool)
     bad_by_field = []
     for name in names:
-        e, g = np.asarray(expected[name]), np.asarray(got[name])
+        e, g = np.asarray(expected[name])[rows], np.asarray(got[name])
         if e.shape != g.shape:
             what = "readout" if name == "output" else f"decoded field {name!r}"
             raise VerificationError(
-                f"the network's {what} has shape {g.shape} but the machine's has {e.shape}; the "
-                "decoder/reader must return arrays in the machine's run_batch format"
+                f"the network's {what} has shape {g.shape} but the machine's has {e.shape} (rows "
+                f"{rows.start}..{rows.stop - 1} of the batch); the decoder/reader must return "
+                "arrays in the machine's run_batch format"
             )
         diff = _positions_differ(e, g, tol)
-        diff &= mask
+        diff &= m
         bad_by_field.append(diff)
         bad_any |= diff
-    steps = int(mask.sum())
     rows_bad = bad_any.any(axis=1)
     if not rows_bad.any():
-        return BatchOutcome(B, steps, tuple(names))
+        return None
     b = int(rows_bad.argmax())
     t = int(bad_any[b].argmax())
     name = next(n for n, d in zip(names, bad_by_field) if d[b, t])
-    steps_done = int(mask[:b].sum()) + int(mask[b, : t + 1].sum())
-    return BatchOutcome(b + 1, steps_done, tuple(names), (b, t, name),
-                        expected[name][b, t], np.asarray(got[name])[b, t])
+    return rows.start + b, t, name
 
 
 def _batches(ids: np.ndarray, lengths: np.ndarray, batch_size: int, max_batch_steps: int
