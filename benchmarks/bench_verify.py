@@ -6,17 +6,19 @@ strings (``DyckKM.sample``, generated once, outside every timing):
 - ``bare``: the compiled network's own layers, as a user would run them: its ``nn.Embedding``,
   its ``nn.LSTM`` / ``nn.RNN`` (from its initial state) and its linear readout, no grad;
 - ``verify``: ``pn.verify(machine, net, strings=ids)`` on the same batch: the machine's batch
-  simulation, the network's forward pass with every hidden state (for the LSTM: h and the cells
-  c, where the stack lives), decoding the full stack from every state, the readout, and the
-  comparison of stack, depth and allowed-next-symbol set at every step of every string;
+  simulation, the network's forward pass with every hidden state the decoder reads (for the
+  LSTM: the cells c, where the stack lives, recomputed from the gates of nn.LSTM's own output),
+  decoding the full stack from every state, the readout, and the comparison of stack, depth
+  and allowed-next-symbol set at every step of every string;
 - ``+ sampling``: the same with the strings drawn inside `verify` (its ``long`` phase).
 
 ratio = verify / bare.  Target: ≤ 1.5.  Rounds alternate bare and verify runs so that both see
 the same machine load; each ratio is the median over rounds of the per-round ratio.
 Threads: torch's default (set OMP_NUM_THREADS), or --threads; both sides use the same. By
 default `verify` runs the network in a worker thread while the machine is simulated (its
-documented design); --no-overlap measures it in one thread (``overlap=False``), which is the
-fairer figure on a busy machine and the only one with a single core.
+documented design), and runs a batch this large as two halves, decoding and comparing the first
+while the worker runs the second; --no-overlap measures it in one thread (``overlap=False``),
+which is the fairer figure on a busy machine and the only one with a single core.
 
 Usage:  OMP_NUM_THREADS=1 python benchmarks/bench_verify.py [--k 4 --m 5 --batch 1024
         --length 256 --repeat 7 --methods hewitt,onehot,compact --targets lstm,elman]

@@ -24,7 +24,10 @@ step within it; at one step the fields are compared in the machine's field order
 All comparisons are whole-array numpy operations per batch; the only loop is over batches. The
 network runs in a worker thread while the machine simulates the same batch (torch releases the
 GIL), so on two or more free cores a batch costs about max(network, machine) plus the
-comparison (``overlap=False``: one thread, network then machine).
+comparison; a large batch runs as two halves, the first decoded and compared while the worker
+runs the second (``overlap=False``: one thread, network then machine). Networks whose decoder
+reads only part of the state say so with ``forward_decoded`` (`CompiledNetwork`), which the
+verifier runs instead of ``forward``.
 """
 
 from __future__ import annotations
