@@ -568,3 +568,17 @@ def test_pipelined_halves_give_the_same_outcome(where):
     assert (one.failure is None) == (where is None)
     if where is not None:
         assert one.failure[0] == where and one.strings == where + 1
+
+
+def test_a_batch_whose_halves_decode_to_different_widths_is_compared_whole():
+    """A stack network's decoded stack is as wide as the deepest stack of its batch, so a large
+    batch of a machine without fixed-width fields is not split (it would not line up)."""
+    import pdanet as pn
+    from pdanet.verify.lockstep import PIPELINE_ROWS
+
+    machine = pn.tasks.get("dyck2")
+    assert not machine.fixed_width_fields
+    net = pn.compile(machine, target="stack_rnn")
+    strings = ["()"] * (PIPELINE_ROWS // 2) + ["(((([[]]))))"] * (PIPELINE_ROWS // 2 + 10)
+    report = verify(machine, net, strings=strings, max_length=None, samples=0, long_samples=0)
+    assert report.ok and report.strings_checked == len(strings)

@@ -65,6 +65,9 @@ class Machine(ABC):
     alphabet: Alphabet
     output_kind: str
     output_alphabet: Alphabet | None
+    # True when every `run_batch` field has the same shape past (B, T+1) for any batch (bounded
+    # stores, finite state): the verifier may then compare a batch in parts
+    fixed_width_fields: bool = False
 
     # --- the protocol -------------------------------------------------------------------------
     @abstractmethod

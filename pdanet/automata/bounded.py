@@ -49,6 +49,7 @@ class DyckKM(Machine):
     """
 
     output_kind = "next_set"
+    fixed_width_fields = True                       # stack fields are (B, T+1, m)
 
     def __init__(self, k: int, m: int):
         if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:

@@ -41,6 +41,8 @@ class DFAConfig:
 class DFA(StateIndexed, Machine):
     """A deterministic finite automaton, optionally a Mealy transducer (immutable, validated)."""
 
+    fixed_width_fields = True                       # one state per step
+
     def __init__(
         self,
         states: Iterable[Hashable],

@@ -88,8 +88,9 @@ def _run_net(net, ids: np.ndarray) -> dict[str, np.ndarray]:
     return _decode(net, *_forward(net, ids))
 
 
-# with an executor, a batch of at least this many rows is run as two halves, so that the first
-# half is decoded and compared while the network runs the second
+# with an executor, a batch of at least this many rows (of a machine with fixed-width fields) is
+# run as two halves, so that the first half is decoded and compared while the network runs the
+# second
 PIPELINE_ROWS = 256
 
 
@@ -163,8 +164,10 @@ def compare_batch(machine: Machine, net, ids: np.ndarray, lengths: np.ndarray,
     Positions compared: t ≤ length, and (with ``check_live``) only where the prefix is live.
     With an ``executor`` the network runs in a worker thread while the machine is simulated
     (torch releases the GIL during the forward pass, so the two overlap); a batch of at least
-    `PIPELINE_ROWS` rows then runs as two halves, the first decoded and compared in this thread
-    while the worker runs the second. The outcome is the same either way.
+    `PIPELINE_ROWS` rows of a machine whose fields have a fixed width
+    (``machine.fixed_width_fields``: the decoded width of part of a batch is that of the whole)
+    then runs as two halves, the first decoded and compared in this thread while the worker
+    runs the second. The outcome is the same either way.
     """
     ids = np.asarray(ids, dtype=np.int64)
     lengths = np.asarray(lengths, dtype=np.int64)
@@ -177,8 +180,8 @@ def compare_batch(machine: Machine, net, ids: np.ndarray, lengths: np.ndarray,
         raw = [_forward(net, ids)]
         result = raw.__getitem__
     else:
-        chunks = ([slice(0, B // 2), slice(B // 2, B)] if B >= PIPELINE_ROWS
-                  else [slice(0, B)])
+        split = B >= PIPELINE_ROWS and getattr(machine, "fixed_width_fields", False)
+        chunks = [slice(0, B // 2), slice(B // 2, B)] if split else [slice(0, B)]
         pending = [executor.submit(_forward, net, ids[c]) for c in chunks]
         try:
             trace = machine.run_batch(ids, lengths)
