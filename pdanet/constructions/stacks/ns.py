@@ -59,9 +59,6 @@ from torch import nn
 from pdanet.errors import InputError
 
 
-CHUNK = 64  # windowed steps per checkpointed chunk (see `_checkpointed`)
-
-
 @dataclass(frozen=True)
 class NSResult:
     """``log_alpha`` (B, T+1, Q, G); ``reading`` (B, T+1, Q, G) in RNS mode or (B, T+1, G) in NS
@@ -327,92 +324,6 @@ class _BatchMajor(torch.autograd.Function):
 _batch_major = _BatchMajor.apply
 
 
-def _step(chart, t: int, prev: torch.Tensor | None, plo: int, *, push, rp, bottom,
-          D: int | None) -> tuple[torch.Tensor, int, torch.Tensor]:
-    """Step t of Lang's algorithm on the chart: column E[·→t] and v[t] written to it; returns
-    (E[·→t], its first row, log s[t]) where s[t] is the column's normaliser (a constant)."""
-    B, Q, G = push[0].shape[:3]
-    QG = Q * G
-    lo = 0 if D is None else max(0, t - D)                               # rows of column t
-    if t >= 2:
-        K = t - 1 - plo
-        out = torch.bmm(prev.reshape(B, K * QG, QG), rp[t - 1])
-        out = out.view(B, K, Q, G, QG + Q)
-        rep = out[:, lo - plo:, :, :, :QG].reshape(B, K - (lo - plo), Q, G, Q, G)
-        X = out[..., QG:]                                                # (B, K, U, Y, R)
-        rows = t - 2 - lo                                                # pop rows lo..t−3
-        if rows > 0:
-            popt = chart.pop(t, lo, X[:, lo + 1 - plo:])                 # k = lo+1..t−2
-            popt = popt.view(B, G, rows, Q, G, Q).permute(0, 2, 3, 4, 5, 1)
-            C = torch.cat([rep[:, :rows] + popt, rep[:, rows:], push[t - 1][:, None]], 1)
-        else:
-            C = torch.cat([rep, push[t - 1][:, None]], 1)
-        Y = torch.cat([X[:, :, :, 0], bottom[t - 1][:, None]], 1)       # bottom level
-    else:
-        C = push[0][:, None]
-        Y = bottom[0][:, None]
-    with torch.no_grad():
-        s = C.amax(dim=(1, 2, 3, 4, 5))
-        s = torch.where(s > 0, s, 1.0)
-    E = C / s.view(B, 1, 1, 1, 1, 1)
-    # Eq. 4: v[t] = log Σ_i e^{v[i]} E[i→t]; bottom: Σ_{k,u} e^{v[k]} X[k][u,⊥→r] / s
-    Vr = chart.read(t, plo)                                              # (B, t−plo, Q, G)
-    with torch.no_grad():
-        wm = Vr.amax(dim=(1, 2, 3)).nan_to_num(neginf=0.0)
-    ev = torch.exp(Vr - wm[:, None, None, None])
-    acc = torch.bmm(ev[:, lo - plo:].reshape(B, 1, -1), E.view(B, -1, QG)).view(B, Q, G)
-    accb = torch.bmm(ev[..., 0].reshape(B, 1, -1), Y.reshape(B, -1, Q)).view(B, Q, 1)
-    acc = torch.cat([accb / s.view(B, 1, 1), acc[:, :, 1:]], dim=2)
-    v = _safe_log(acc) + wm.view(B, 1, 1)
-    chart.write(t, lo, E, v)
-    return E, lo, torch.log(s)
-
-
-def _checkpointed(step, v0: torch.Tensor, T: int, D: int, chunk: int
-                  ) -> tuple[list[torch.Tensor], list[torch.Tensor], int]:
-    """The windowed steps 1..T in chunks of `chunk` steps, each run under activation
-    checkpointing: the forward keeps only what a chunk hands to the next (its last D columns and
-    D + 1 values v) and the values v; the backward recomputes one chunk at a time. So the
-    autograd graph alive at any moment covers one chunk, whatever T (same values and gradients
-    as the plain loop). Returns (v[0..T], log s[1..T], entries stored)."""
-    from torch.utils.checkpoint import checkpoint
-
-    vs, logs = [v0], []
-    cols: list[torch.Tensor] = []                                        # E[·→t0−len..t0−1]
-    stored = v0.numel()
-    for t0 in range(1, T + 1, chunk):
-        t1 = min(T + 1, t0 + chunk)
-        keep_v = vs[max(0, t0 - 2 - D):]                                  # v[plo..t0−1] and one more
-        out = checkpoint(_run_chunk, step, D, t0, t1, len(cols), len(keep_v), *cols, *keep_v,
-                         use_reentrant=False)
-        n = t1 - t0
-        new_v, new_logs, cols = out[:n], out[n:2 * n], list(out[2 * n:])
-        vs.extend(new_v)
-        logs.extend(new_logs)
-        stored += sum(c.numel() for c in new_v)
-    B, Q, G = v0.shape
-    stored += sum(B * min(t, D) * (Q * G) ** 2 for t in range(1, T + 1))  # the columns written
-    return vs, logs, stored
-
-
-def _run_chunk(step, D: int, t0: int, t1: int, n_cols: int, n_v: int, *carry: torch.Tensor
-               ) -> tuple[torch.Tensor, ...]:
-    """Steps t0..t1−1 from the carried columns E[·→t0−n_cols..t0−1] and values
-    v[t0−n_v..t0−1]: (v[t0..t1−1], log s[t0..t1−1], E[·→t1−D..t1−1])."""
-    cols, keep_v = carry[:n_cols], carry[n_cols:]
-    ring = _Ring(D, keep_v[0])
-    ring.cols = [None] * (t0 - n_cols) + list(cols)
-    ring.vs = [None] * (t0 - n_v) + list(keep_v)
-    prev = cols[-1] if cols else None
-    plo = max(0, t0 - 1 - D)
-    logs = []
-    for t in range(t0, t1):
-        prev, plo, log_s = step(ring, t, prev, plo)
-        logs.append(log_s)
-    last = [c for c in ring.cols[max(1, t1 - D):]]
-    return (*ring.vs[t0:], *logs, *last)
-
-
 class NondeterministicStack(nn.Module):
     """Parameter-free stack WFA of the (R)NS-RNN (see the module docstring).
 
@@ -435,7 +346,6 @@ class NondeterministicStack(nn.Module):
             raise InputError(f"start state index {start} is outside 0..{num_states - 1}")
         self.num_states, self.num_stack = num_states, num_stack
         self.mode, self.window, self.start = mode, window, start
-        self.chunk = max(CHUNK, 2 * window) if window is not None else None
 
     def action_shape(self, batch: int, time: int) -> tuple:
         Q, G = self.num_states, self.num_stack
@@ -476,21 +386,48 @@ class NondeterministicStack(nn.Module):
 
         v0 = d.new_full((B, Q, G), float("-inf"))
         v0[:, self.start, 0] = 0.0
-        step = functools.partial(_step, push=push, rp=rp, bottom=bottom, D=D)
-        if D is not None and torch.is_grad_enabled() and d.requires_grad and T > self.chunk:
-            vs, logs, stored = _checkpointed(step, v0, T, D, self.chunk)
-        else:
-            chart = _Tape(T, B, Q, G, v0) if D is None else _Ring(D, v0)
-            prev, plo, logs = None, 0, []                               # E[·→t−1], its rows
-            for t in range(1, T + 1):
-                prev, plo, log_s = step(chart, t, prev, plo)
-                logs.append(log_s)
-            vs, stored = chart.vs, chart.stored
+        chart = _Tape(T, B, Q, G, v0) if D is None else _Ring(D, v0)
         P = torch.zeros(T + 1, B, dtype=dt, device=dev)                  # constants
-        if T:
+        with torch.no_grad():
+            P[1:] = m
+        prev = None                                                      # E[·→t−1]
+        plo = 0                                                          # rows of column t−1
+        for t in range(1, T + 1):
+            lo = 0 if D is None else max(0, t - D)                       # rows of column t
+            if t >= 2:
+                K = t - 1 - plo
+                out = torch.bmm(prev.reshape(B, K * QG, QG), rp[t - 1])
+                out = out.view(B, K, Q, G, QG + Q)
+                rep = out[:, lo - plo:, :, :, :QG].reshape(B, K - (lo - plo), Q, G, Q, G)
+                X = out[..., QG:]                                        # (B, K, U, Y, R)
+                rows = t - 2 - lo                                        # pop rows lo..t−3
+                if rows > 0:
+                    popt = chart.pop(t, lo, X[:, lo + 1 - plo:])             # k = lo+1..t−2
+                    popt = popt.view(B, G, rows, Q, G, Q).permute(0, 2, 3, 4, 5, 1)
+                    C = torch.cat([rep[:, :rows] + popt, rep[:, rows:], push[t - 1][:, None]], 1)
+                else:
+                    C = torch.cat([rep, push[t - 1][:, None]], 1)
+                Y = torch.cat([X[:, :, :, 0], bottom[t - 1][:, None]], 1)   # bottom level
+            else:
+                C = push[0][:, None]
+                Y = bottom[0][:, None]
             with torch.no_grad():
-                P[1:] = (m + torch.stack(logs)).cumsum(0)                # P[t] = Σ m + log s
-        V = _batch_major(torch.stack(vs))                                # (B, T+1, Q, G)
+                s = C.amax(dim=(1, 2, 3, 4, 5))
+                s = torch.where(s > 0, s, 1.0)
+                P[t] += P[t - 1] + torch.log(s)
+            E = C / s.view(B, 1, 1, 1, 1, 1)
+            # Eq. 4: v[t] = log Σ_i e^{v[i]} E[i→t]; bottom: Σ_{k,u} e^{v[k]} X[k][u,⊥→r] / s
+            Vr = chart.read(t, plo)                                      # (B, t−plo, Q, G)
+            with torch.no_grad():
+                wm = Vr.amax(dim=(1, 2, 3)).nan_to_num(neginf=0.0)
+            ev = torch.exp(Vr - wm[:, None, None, None])
+            acc = torch.bmm(ev[:, lo - plo:].reshape(B, 1, -1), E.view(B, -1, QG)).view(B, Q, G)
+            accb = torch.bmm(ev[..., 0].reshape(B, 1, -1), Y.reshape(B, -1, Q)).view(B, Q, 1)
+            acc = torch.cat([accb / s.view(B, 1, 1), acc[:, :, 1:]], dim=2)
+            v = _safe_log(acc) + wm.view(B, 1, 1)
+            chart.write(t, lo, E, v)
+            prev, plo = E, lo
+        V = _batch_major(torch.stack(chart.vs))                          # (B, T+1, Q, G)
         Pb = P.t()
         log_alpha = V + Pb[:, :, None, None]
         flat = V.reshape(B, T + 1, QG)
@@ -501,7 +438,7 @@ class NondeterministicStack(nn.Module):
                               torch.zeros_like(flat)).reshape(B, T + 1, Q, G)
         if self.mode == "ns":
             reading = reading.sum(dim=2)
-        return NSResult(log_alpha, reading, norm + Pb, stored)
+        return NSResult(log_alpha, reading, norm + Pb, chart.stored)
 
 
 __all__ = ["NSResult", "NondeterministicStack", "valid_mask"]
