@@ -629,20 +629,12 @@ class LengthTable:
         return v == self._zero
 
     def _mul(self, a, b):
+        """a ⊗ b (element-wise for arrays)."""
         return a + b if self.weighted else a * b
 
     def _sum(self, values: list):
-        if not self.weighted:
-            return sum(values)
-        vals = [v for v in values if v != -math.inf]
-        if not vals:
-            return -math.inf
-        m = max(vals)
-        return m + math.log(sum(math.exp(v - m) for v in vals))
-
-    def _terms(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Element-wise products a ⊗ b (weights of the splits of one length)."""
-        return a + b if self.weighted else a * b
+        """⊕ over a list of weights."""
+        return self._total(np.array(values, dtype=np.float64 if self.weighted else object))
 
     def _total(self, terms: np.ndarray):
         """⊕ over a vector of weights (log-sum-exp, or an exact integer sum)."""
@@ -666,7 +658,7 @@ class LengthTable:
             if row is None:                                     # a terminal takes one symbol
                 v = nxt[n - 1] if n else self._zero
             else:
-                v = self._total(self._terms(row[:n + 1], nxt[n::-1]))
+                v = self._total(self._mul(row[:n + 1], nxt[n::-1]))
             self._s[r, i][n] = v
 
     def sym(self, x: Hashable, n: int):
@@ -728,7 +720,7 @@ class LengthTable:
                 elif i == len(body) - 1:
                     j = rest                                    # the last symbol takes the rest
                 else:
-                    j = self._pick(rng, self._terms(row[:rest + 1], self._s[r, i + 1][rest::-1]))
+                    j = self._pick(rng, self._mul(row[:rest + 1], self._s[r, i + 1][rest::-1]))
                 parts.append((y, j))
                 rest -= j
             stack.extend(reversed(parts))

@@ -898,7 +898,7 @@ def _dyck_sampler(n, lengths, rng=None, k: int = 2):
             r = L - t
             up = rng.integers(0, 2 * r * (d + 1)) < (d + 2) * (r - d)
             new = rng.integers(0, k, size=b)
-            labels[at, np.where(up, d, 0)] = np.where(up, new, labels[at, 0])
+            labels[at[up], d[up]] = new[up]                   # an open at height d gets a label
             ids[:, t] = np.where(up, new, k + labels[at, np.maximum(d - 1, 0)])
             d += np.where(up, 1, -1)
         for i, row in zip(rows, symbols[ids]):

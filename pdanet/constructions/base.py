@@ -67,6 +67,10 @@ class ExactWeight:
         return np.vectorize(lambda v: Fraction(int(v), self.denom), otypes=[object])(self.numer)
 
 
+def _ids_tensor(ids: torch.Tensor | np.ndarray) -> torch.Tensor:
+    return ids if isinstance(ids, torch.Tensor) else torch.as_tensor(np.asarray(ids))
+
+
 @dataclass(frozen=True)
 class CompiledNetwork:
     """A machine and the network compiled from it (see the module docstring for the contract).
@@ -116,17 +120,15 @@ class CompiledNetwork:
 
     @torch.no_grad()
     def forward(self, ids: torch.Tensor | np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-        ids = torch.as_tensor(np.asarray(ids) if not isinstance(ids, torch.Tensor) else ids)
-        return self.module(ids)
+        return self.module(_ids_tensor(ids))
 
     @torch.no_grad()
     def forward_decoded(self, ids: torch.Tensor | np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
         """(states, logits) where the states may be only the part that `decode` reads: the
         module's own ``forward_decoded`` when it has one (the Dyck LSTMs return the cells c
         alone, where the stack lives), else `forward`. What the verifier runs."""
-        ids = torch.as_tensor(np.asarray(ids) if not isinstance(ids, torch.Tensor) else ids)
         fast = getattr(self.module, "forward_decoded", None)
-        return fast(ids) if fast is not None else self.module(ids)
+        return (fast or self.module)(_ids_tensor(ids))
 
     def decode(self, states: torch.Tensor | np.ndarray) -> dict[str, np.ndarray]:
         if isinstance(states, torch.Tensor):

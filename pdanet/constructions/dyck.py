@@ -118,14 +118,21 @@ class DyckLSTMNet(RecurrentNet):
     an equivalent differentiable path.
     """
 
-    def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def _run(self, ids: torch.Tensor):
+        """(ids, x, h0, c0, out): the nn.LSTM on the embedded ids from the initial state."""
         ids = torch.as_tensor(ids)
+        x = self.embedding(ids.clamp(min=0))
+        h0, c0 = self.initial_state(ids.shape[0])
+        return ids, x, h0, c0, self.rnn(x, (h0, c0))[0]
+
+    def _autograd(self) -> bool:
+        return torch.is_grad_enabled() and any(p.requires_grad for p in self.parameters())
+
+    def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        ids, x, h0, c0, out = self._run(ids)
         B, T = ids.shape
         H = self.hidden_size
-        x = self.embedding(ids.clamp(min=0))
-        h0, c0 = self.initial_state(B)
-        out, _ = self.rnn(x, (h0, c0))
-        if torch.is_grad_enabled() and any(p.requires_grad for p in self.parameters()):
+        if self._autograd():
             return self._differentiable(x, h0, c0, out)
         buf = out.new_empty(2 * H, T + 1, B)                   # [h; c] by unit, then step, batch
         buf[:H, 0] = h0[0].T
@@ -138,14 +145,12 @@ class DyckLSTMNet(RecurrentNet):
         """The part of the states the decoder reads, the cells c (B, T+1, H), and the logits:
         the same values as `forward` (its states[..., H:] and logits) without storing h a second
         time (the verifier's path). Views of buffers stored (·, T+1, B)."""
-        if torch.is_grad_enabled() and any(p.requires_grad for p in self.parameters()):
+        if self._autograd():
             states, logits = self.forward(ids)
             return states[..., self.hidden_size:], logits
-        ids = torch.as_tensor(ids)
+        ids, _, h0, c0, out = self._run(ids)
         B, T = ids.shape
         H = self.hidden_size
-        h0, c0 = self.initial_state(B)
-        out, _ = self.rnn(self.embedding(ids.clamp(min=0)), (h0, c0))
         cells = out.new_empty(H, T + 1, B)
         self._cells(ids, h0[0], c0[0], out, cells)
         hs = _step_major(out).view(T * B, H)

@@ -78,14 +78,10 @@ def _forward(net, ids: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _decode(net, states: torch.Tensor, logits: torch.Tensor) -> dict[str, np.ndarray]:
+    """The network's decoded fields and its readout (as ``"output"``)."""
     got = dict(net.decode(states))
     got["output"] = net.readout(logits)
     return got
-
-
-def _run_net(net, ids: np.ndarray) -> dict[str, np.ndarray]:
-    """The network's decoded fields and its readout (as ``"output"``) on a padded batch."""
-    return _decode(net, *_forward(net, ids))
 
 
 # with an executor, a batch of at least this many rows (of a machine with fixed-width fields) is
@@ -174,59 +170,42 @@ def compare_batch(machine: Machine, net, ids: np.ndarray, lengths: np.ndarray,
     B, T = ids.shape
     if tol is None:
         tol = Tolerance.for_dtype(_net_dtype(net))
-    if executor is None:
+    split = (executor is not None and B >= PIPELINE_ROWS
+             and getattr(machine, "fixed_width_fields", False))
+    chunks = [slice(0, B // 2), slice(B // 2, B)] if split else [slice(0, B)]
+    pending = [executor.submit(_forward, net, ids[c]) for c in chunks] if executor else None
+    try:
         trace = machine.run_batch(ids, lengths)
-        chunks = [slice(0, B)]
-        raw = [_forward(net, ids)]
-        result = raw.__getitem__
-    else:
-        split = B >= PIPELINE_ROWS and getattr(machine, "fixed_width_fields", False)
-        chunks = [slice(0, B // 2), slice(B // 2, B)] if split else [slice(0, B)]
-        pending = [executor.submit(_forward, net, ids[c]) for c in chunks]
-        try:
-            trace = machine.run_batch(ids, lengths)
-        except BaseException:
+        expected = dict(trace.fields)
+        if "output" not in expected:
+            raise VerificationError(
+                f"{type(machine).__name__}.run_batch returned no 'output' field; the verifier "
+                "needs the machine's output at every step"
+            )
+        mask = np.arange(T + 1)[None, :] <= lengths[:, None]
+        if check_live:
+            dead = S.dead_batch(machine, expected)
+            if dead is not None:
+                mask &= ~dead
+            else:
+                mask &= S.live_mask(machine, ids, lengths, expected)
+        names = None
+        for i, rows in enumerate(chunks):
+            got = _decode(net, *(pending[i].result() if pending else _forward(net, ids)))
+            if names is None:
+                names = [n for n in expected if n in got and n != "output"] + ["output"]
+            bad = _first_difference(expected, got, names, mask, rows, tol)
+            if bad is not None:
+                b, t, name = bad
+                steps_done = int(mask[:b].sum()) + int(mask[b, : t + 1].sum())
+                return BatchOutcome(b + 1, steps_done, tuple(names), (b, t, name),
+                                    expected[name][b, t], np.asarray(got[name])[b - rows.start, t])
+        return BatchOutcome(B, int(mask.sum()), tuple(names))
+    finally:                          # never leave the worker running on this batch
+        if pending:
+            for p in pending:
+                p.cancel()
             wait(pending)
-            raise
-        result = (lambda i: pending[i].result())
-    expected = dict(trace.fields)
-    if "output" not in expected:
-        if executor is not None:
-            wait(pending)
-        raise VerificationError(
-            f"{type(machine).__name__}.run_batch returned no 'output' field; the verifier needs "
-            "the machine's output at every step"
-        )
-
-    mask = np.arange(T + 1)[None, :] <= lengths[:, None]
-    if check_live:
-        dead = S.dead_batch(machine, expected)
-        if dead is not None:
-            mask &= ~dead
-        else:
-            mask &= S.live_mask(machine, ids, lengths, expected)
-
-    names = None
-    for i, rows in enumerate(chunks):
-        try:
-            got = _decode(net, *result(i))
-        except BaseException:
-            if executor is not None:
-                wait(pending)
-            raise
-        if names is None:
-            names = [n for n in expected if n in got and n != "output"] + ["output"]
-        bad = _first_difference(expected, got, names, mask, rows, tol)
-        if bad is not None:
-            if executor is not None:
-                for p in pending[i + 1:]:
-                    p.cancel()
-                wait(pending)
-            b, t, name = bad
-            steps_done = int(mask[:b].sum()) + int(mask[b, : t + 1].sum())
-            return BatchOutcome(b + 1, steps_done, tuple(names), (b, t, name),
-                                expected[name][b, t], np.asarray(got[name])[b - rows.start, t])
-    return BatchOutcome(B, int(mask.sum()), tuple(names))
 
 
 def _first_difference(expected: dict, got: dict, names: list, mask: np.ndarray, rows: slice,
