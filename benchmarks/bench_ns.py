@@ -9,10 +9,11 @@ of Lang's algorithm); a flat ratio means the time follows the formula.
 Windowed stack (§5.1, D = 10), (|Q|, |Γ|) ∈ {(2, 3), (3, 3)}, B = 8, T ∈ {128, 256, 512, 1024}:
 forward and forward+backward seconds, the ratio t(T)/t(T/2) (the median over rounds of the
 ratio within a round; linear in T means 2, or a little less for the fixed per-call work; on a
-shared machine expect ±10% noise), and the peak memory allocated by torch during the forward
-and during forward+backward with its ratio to the peak at T/2. Peak memory is accounted from the
-profiler's allocation events (tracemalloc does not see torch's allocator): op allocations at
-their start, frees at theirs, the running maximum of the sum.
+shared machine expect ±10% noise), and the peak memory of the forward and of forward+backward with its ratio to the peak at T/2.
+On the CPU the peak is the growth of the process's resident set over one call (`peak_growth`),
+each size in a fresh process after its inputs are made (the profiler's per-op memory records
+count a free twice when it happens inside a Python autograd function, so they are not used);
+on a GPU it is torch's peak allocation.
 
 Run: OMP_NUM_THREADS=1 python benchmarks/bench_ns.py [--threads N] [--rounds R]
      [--part all|unlimited|windowed] [--device cuda]
@@ -22,7 +23,10 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import torch
 
@@ -50,18 +54,30 @@ def timed(fn, device: str) -> float:
     return clock() - t0
 
 
-def peak_bytes(fn) -> int:
-    """Peak bytes allocated by torch (CPU) while `fn` runs, from the profiler's events."""
-    with torch.profiler.profile(profile_memory=True) as prof:
-        fn()
-    events = sorted((e.time_range.start,
-                     e.cpu_memory_usage if e.name == "[memory]" else e.self_cpu_memory_usage)
-                    for e in prof.events())
-    cur = peak = 0
-    for _, b in events:
-        cur += b
-        peak = max(peak, cur)
-    return peak
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith(field + ":"))
+
+
+def peak_growth(fn) -> int:
+    """Bytes by which the resident set peaks above its level before ``fn`` (Linux: the peak
+    is reset through /proc/self/clear_refs, then read from VmHWM)."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    before = _status_kib("VmRSS")
+    fn()
+    return (_status_kib("VmHWM") - before) * 1024
+
+
+def peak_bytes_cpu(B: int, Q: int, G: int, T: int, window: int | None, part: str) -> int:
+    """`peak_growth` of one call of `case`'s ``part`` ("f" or "fb"), in a fresh process (so that
+    memory the allocator kept from other sizes does not hide the growth)."""
+    code = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import bench_ns as b, "
+            f"torch; torch.set_num_threads(1); f = dict(zip('f fb'.split(), "
+            f"b.case({B}, {Q}, {G}, {T}, {window}, 'cpu')))[{part!r}]; "
+            f"b.case(2, {Q}, {G}, 8, {window}, 'cpu')[1](); print(b.peak_growth(f))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return int(out.stdout.split()[-1])
 
 
 def peak_bytes_cuda(fn) -> int:
@@ -121,7 +137,6 @@ def windowed(B: int, device: str, rounds: int, D: int = 10) -> None:
     """Median seconds; "x prev" for times is the median over rounds of t(T)/t(T/2) within the
     round (the two sizes ran moments apart), for memory the plain ratio."""
     Ts = (128, 256, 512, 1024)
-    peak = peak_bytes_cuda if device.startswith("cuda") else peak_bytes
     for Q, G in [(2, 3), (3, 3)]:
         print(f"windowed stack, D = {D}, Q = {Q}, G = {G} (sizes interleaved, {rounds} rounds; "
               f"x prev = ratio to T/2)")
@@ -131,7 +146,10 @@ def windowed(B: int, device: str, rounds: int, D: int = 10) -> None:
         for T in Ts:
             cases[T, "f"], cases[T, "fb"] = case(B, Q, G, T, D, device)
         times = interleaved(cases, device, rounds)
-        mem = {(T, k): peak(cases[T, k]) for T in Ts for k in ("f", "fb")}
+        if device.startswith("cuda"):
+            mem = {(T, k): peak_bytes_cuda(cases[T, k]) for T in Ts for k in ("f", "fb")}
+        else:
+            mem = {(T, k): peak_bytes_cpu(B, Q, G, T, D, k) for T in Ts for k in ("f", "fb")}
         for j, T in enumerate(Ts):
             cols = []
             for k in ("f", "fb"):

@@ -37,25 +37,21 @@ starts clean). A chain of scalar "tokens" (write t → every later reader) makes
 column's write-back after all its readers, so the gradients are those of the plain computation
 (tested by gradcheck and by finite differences). Time per step O(B·Q³G²·t²), memory O(T²).
 
-Window D (§5.1): only γ[i→t] with t − i ≤ D are kept. Each column E[·→t] (rows max(0, t−D)..t−1)
-is its own tensor, and a step reads only column t−1, the columns t−D+1..t−2 and the last D
-values v: the pop operand is gathered from them by one fixed index (the same for every
-t ≥ 2D−1) into a fresh block, which the backward gathers again instead of saving. So a step's
-work, the memory it touches and the autograd nodes it adds are the same for every t and T:
-time O(B·Q³G²·D²) per step; memory O(T·B·Q²G²·D) with gradients, and without them O(D·B·Q²G²)
-besides the actions and the outputs (old columns are let go). The actions, the per-step values
-and their gradients are laid out time-major, so each step reads and writes one slab of them.
+Window D (§5.1): only γ[i→t] with t − i ≤ D are kept; `pdanet.constructions.stacks.ns_window`
+runs the same per-step arithmetic as one autograd function over all t, with the kept chart in
+one band-matrix buffer (any window of it is a strided view, so a step gathers nothing) and a
+hand-written backward pass. Every step runs the same ops on the same amount of memory whatever
+t and T: time O(B·Q³G²·D²) per step and memory O(T·B·Q²G²·D), forward and backward.
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 from torch import nn
 
+from pdanet.constructions.stacks.ns_window import Band, windowed_chart
 from pdanet.errors import InputError
 
 
@@ -63,7 +59,7 @@ from pdanet.errors import InputError
 class NSResult:
     """``log_alpha`` (B, T+1, Q, G); ``reading`` (B, T+1, Q, G) in RNS mode or (B, T+1, G) in NS
     mode; ``log_norm`` (B, T+1): log Σ α (−inf where no run survives); ``stored`` the number of
-    γ entries of the chart (the tensor F, or all windowed columns) plus the α entries."""
+    γ entries of the chart (the tensor F, or the windowed band buffer) plus the α entries."""
 
     log_alpha: torch.Tensor
     reading: torch.Tensor
@@ -223,89 +219,50 @@ class _Read(torch.autograd.Function):
         return g.new_zeros(()), None, None, None
 
 
-@functools.lru_cache(maxsize=512)
-def _ring_index(t: int, D: int, Q: int, G: int, device: torch.device):
-    """Gather indices of the windowed pop block at step t (the same for every t ≥ 2D−1).
-
-    The kept columns k = lo+1..t−2 (lo = max(0, t−D)), column k holding rows max(0, k−D)..k−1
-    as (B, n_k, Q, G, Q, G) [b, i, q, x, u, y], are flattened per batch element and concatenated,
-    followed by one zero. ``idx`` picks, in the order [y, i, q, x, k, u] (rows i = lo..t−3), the
-    entry E[i→k][q, x → u, y], or the zero where i ≥ k; ``inv`` maps each concatenated entry to
-    its place in the block (or to one past its end where it is not used)."""
-    lo = max(0, t - D)
-    K = t - 2 - lo                                     # rows lo..t−3 and columns lo+1..t−2
-    k = lo + 1 + np.arange(K)
-    lok = np.maximum(0, k - D)
-    size = (k - lok) * (Q * G) ** 2
-    off = np.concatenate([[0], np.cumsum(size)[:-1]])
-    N = int(size.sum())
-    y, i, q, x, kk, u = np.ogrid[:G, :K, :Q, :G, :K, :Q]
-    val = off[kk] + ((((lo + i - lok[kk]) * Q + q) * G + x) * Q + u) * G + y
-    valid = np.broadcast_to(i <= kk, val.shape)        # row lo+i < column lo+1+kk
-    val = np.where(valid, val, N).ravel()
-    inv = np.full(N, val.size)
-    inv[val[valid.ravel()]] = np.flatnonzero(valid)
-    return (torch.as_tensor(val, dtype=torch.long, device=device),
-            torch.as_tensor(inv, dtype=torch.long, device=device))
-
-
-def _ring_block(cols: tuple[torch.Tensor, ...], idx: torch.Tensor, KQ: int) -> torch.Tensor:
-    """The pop block (B·G, rows·Q·G, K·Q) gathered from the kept columns (see `_ring_index`)."""
-    B = cols[0].shape[0]
-    S = torch.cat([c.reshape(B, -1) for c in cols] + [cols[0].new_zeros(B, 1)], dim=1)
-    return S.index_select(1, idx).view(B * cols[0].shape[5], -1, KQ)
-
-
-class _RingPop(torch.autograd.Function):
-    """Pop term of Eq. 2 from the kept columns: the gathered block (`_ring_block`) times X
-    ((B·G, K·Q, Q), [b, y][k, u → r]) as (B·G, rows·Q·G, Q). The block is gathered again in the
-    backward instead of being saved, so a step keeps only X (the columns are kept anyway)."""
-
-    @staticmethod
-    def forward(ctx, X, idx, inv, *cols):
-        ctx.save_for_backward(X, idx, inv, *cols)
-        return torch.bmm(_ring_block(cols, idx, X.shape[1]), X)
-
-    @staticmethod
-    def backward(ctx, g):
-        X, idx, inv, *cols = ctx.saved_tensors
-        A = _ring_block(tuple(cols), idx, X.shape[1])
-        gX = torch.bmm(A.transpose(1, 2), g)
-        B = cols[0].shape[0]
-        gA = torch.bmm(g, X.transpose(1, 2)).reshape(B, -1)
-        gS = torch.cat([gA, gA.new_zeros(B, 1)], dim=1).index_select(1, inv)
-        gcols = gS.split([c.numel() // B for c in cols], dim=1)
-        return (gX, None, None) + tuple(gc.reshape(c.shape) for gc, c in zip(gcols, cols))
-
-
-class _Ring:
-    """The windowed chart: the columns E[·→t] as separate tensors (B, n_t, Q, G, Q, G), the last
-    D of which a step reads (older ones are dropped from here; autograd keeps what it needs),
-    and v[t] (B, Q, G). Every step touches O(D) columns, whatever t and T."""
-
-    def __init__(self, D: int, v0: torch.Tensor):
-        self.D = D
-        self.cols: list[torch.Tensor | None] = [None]
-        self.vs = [v0]
-        self.stored = v0.numel()
-
-    def pop(self, t: int, lo: int, X: torch.Tensor) -> torch.Tensor:
-        """Pop term for rows lo..t−3 from X (B, K, U, Y, R) on k = lo+1..t−2, as (B·G, K·Q·G, Q)."""
-        B, K, Q, G = X.shape[:4]
-        Xs = X.permute(0, 3, 1, 2, 4).reshape(B * G, K * Q, Q)
-        idx, inv = _ring_index(min(t, 2 * self.D - 1), self.D, Q, G, X.device)
-        return _RingPop.apply(Xs, idx, inv, *self.cols[lo + 1:t - 1])
-
-    def read(self, t: int, lo: int) -> torch.Tensor:
-        """v[lo..t−1] as (B, t−lo, Q, G)."""
-        return torch.stack(self.vs[lo:t], dim=1)
-
-    def write(self, t: int, lo: int, E: torch.Tensor, v: torch.Tensor) -> None:
-        self.cols.append(E)
-        self.vs.append(v)
-        self.stored += E.numel() + v.numel()
-        if t > self.D:
-            self.cols[t - self.D] = None               # read last at step t − 1
+def _unlimited(push, rp, bottom, v0) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """The unlimited chart (`_Tape`) over per-step actions (lists of T tensors: push (B, Q, G, Q,
+    G), rp (B, QG, QG+Q), bottom (B, Q, Q)) → (v (T+1, B, Q, G), log s (T, B), entries stored)."""
+    T = len(push)
+    B, Q, G = v0.shape
+    QG = Q * G
+    chart = _Tape(T, B, Q, G, v0)
+    logs = []
+    prev = None                                                          # E[0..t−2 → t−1]
+    for t in range(1, T + 1):
+        if t >= 2:
+            out = torch.bmm(prev.reshape(B, (t - 1) * QG, QG), rp[t - 1])
+            out = out.view(B, t - 1, Q, G, QG + Q)
+            rep = out[..., :QG].reshape(B, t - 1, Q, G, Q, G)            # replace (Eq. 2)
+            X = out[..., QG:]                                            # (B, K, U, Y, R)
+            rows = t - 2                                                 # pop rows 0..t−3
+            if rows > 0:
+                popt = chart.pop(t, 0, X[:, 1:])                         # k = 1..t−2
+                popt = popt.view(B, G, rows, Q, G, Q).permute(0, 2, 3, 4, 5, 1)
+                C = torch.cat([rep[:, :rows] + popt, rep[:, rows:], push[t - 1][:, None]], 1)
+            else:
+                C = torch.cat([rep, push[t - 1][:, None]], 1)
+            Y = torch.cat([X[:, :, :, 0], bottom[t - 1][:, None]], 1)   # bottom level
+        else:
+            C = push[0][:, None]
+            Y = bottom[0][:, None]
+        with torch.no_grad():
+            s = C.amax(dim=(1, 2, 3, 4, 5))
+            s = torch.where(s > 0, s, 1.0)
+            logs.append(torch.log(s))
+        E = C / s.view(B, 1, 1, 1, 1, 1)
+        # Eq. 4: v[t] = log Σ_i e^{v[i]} E[i→t]; bottom: Σ_{k,u} e^{v[k]} X[k][u,⊥→r] / s
+        Vr = chart.read(t, 0)                                            # (B, t, Q, G)
+        with torch.no_grad():
+            wm = Vr.amax(dim=(1, 2, 3)).nan_to_num(neginf=0.0)
+        ev = torch.exp(Vr - wm[:, None, None, None])
+        acc = torch.bmm(ev.reshape(B, 1, -1), E.view(B, -1, QG)).view(B, Q, G)
+        accb = torch.bmm(ev[..., 0].reshape(B, 1, -1), Y.reshape(B, -1, Q)).view(B, Q, 1)
+        acc = torch.cat([accb / s.view(B, 1, 1), acc[:, :, 1:]], dim=2)
+        v = _safe_log(acc) + wm.view(B, 1, 1)
+        chart.write(t, 0, E, v)
+        prev = E
+    logs_t = torch.stack(logs) if logs else v0.new_zeros(0, B)
+    return torch.stack(chart.vs), logs_t, chart.stored
 
 
 class _BatchMajor(torch.autograd.Function):
@@ -370,7 +327,7 @@ class NondeterministicStack(nn.Module):
         B, T = log_actions.shape[:2]
         Q, G, D = self.num_states, self.num_stack, self.window
         QG = Q * G
-        dev, dt = log_actions.device, log_actions.dtype
+        dev = log_actions.device
         mask = valid_mask(G, dev)[None, None, None, :, None, :]
         # time-major (T, B, ...), so that each step reads one contiguous slab
         lact = log_actions.transpose(0, 1).contiguous().masked_fill(~mask, float("-inf"))
@@ -378,56 +335,21 @@ class NondeterministicStack(nn.Module):
         m = lact.detach().amax(dim=(2, 3, 4, 5))
         m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
         d = torch.exp(lact - m[:, :, None, None, None, None])
-        # per step (unbind: its backward is one stack, not a zero-filled tensor per step)
-        push = d[..., :G].unbind(0)                                      # (B, Q, G, Q, G)
+        push = d[..., :G]                                                # (T, B, Q, G, Q, G)
         rp = torch.cat([d[..., G:2 * G].reshape(T, B, QG, QG),           # replace (Eq. 2)
-                        d[..., 2 * G].reshape(T, B, QG, Q)], dim=3).unbind(0)   # | pop
-        bottom = d[:, :, :, 0, :, G].unbind(0)                           # ⊥ → ⊥ (B, Q, Q)
+                        d[..., 2 * G].reshape(T, B, QG, Q)], dim=3)      # | pop
+        bottom = d[:, :, :, 0, :, G]                                     # ⊥ → ⊥ (T, B, Q, Q)
 
         v0 = d.new_full((B, Q, G), float("-inf"))
         v0[:, self.start, 0] = 0.0
-        chart = _Tape(T, B, Q, G, v0) if D is None else _Ring(D, v0)
-        P = torch.zeros(T + 1, B, dtype=dt, device=dev)                  # constants
-        with torch.no_grad():
-            P[1:] = m
-        prev = None                                                      # E[·→t−1]
-        plo = 0                                                          # rows of column t−1
-        for t in range(1, T + 1):
-            lo = 0 if D is None else max(0, t - D)                       # rows of column t
-            if t >= 2:
-                K = t - 1 - plo
-                out = torch.bmm(prev.reshape(B, K * QG, QG), rp[t - 1])
-                out = out.view(B, K, Q, G, QG + Q)
-                rep = out[:, lo - plo:, :, :, :QG].reshape(B, K - (lo - plo), Q, G, Q, G)
-                X = out[..., QG:]                                        # (B, K, U, Y, R)
-                rows = t - 2 - lo                                        # pop rows lo..t−3
-                if rows > 0:
-                    popt = chart.pop(t, lo, X[:, lo + 1 - plo:])             # k = lo+1..t−2
-                    popt = popt.view(B, G, rows, Q, G, Q).permute(0, 2, 3, 4, 5, 1)
-                    C = torch.cat([rep[:, :rows] + popt, rep[:, rows:], push[t - 1][:, None]], 1)
-                else:
-                    C = torch.cat([rep, push[t - 1][:, None]], 1)
-                Y = torch.cat([X[:, :, :, 0], bottom[t - 1][:, None]], 1)   # bottom level
-            else:
-                C = push[0][:, None]
-                Y = bottom[0][:, None]
-            with torch.no_grad():
-                s = C.amax(dim=(1, 2, 3, 4, 5))
-                s = torch.where(s > 0, s, 1.0)
-                P[t] += P[t - 1] + torch.log(s)
-            E = C / s.view(B, 1, 1, 1, 1, 1)
-            # Eq. 4: v[t] = log Σ_i e^{v[i]} E[i→t]; bottom: Σ_{k,u} e^{v[k]} X[k][u,⊥→r] / s
-            Vr = chart.read(t, plo)                                      # (B, t−plo, Q, G)
-            with torch.no_grad():
-                wm = Vr.amax(dim=(1, 2, 3)).nan_to_num(neginf=0.0)
-            ev = torch.exp(Vr - wm[:, None, None, None])
-            acc = torch.bmm(ev[:, lo - plo:].reshape(B, 1, -1), E.view(B, -1, QG)).view(B, Q, G)
-            accb = torch.bmm(ev[..., 0].reshape(B, 1, -1), Y.reshape(B, -1, Q)).view(B, Q, 1)
-            acc = torch.cat([accb / s.view(B, 1, 1), acc[:, :, 1:]], dim=2)
-            v = _safe_log(acc) + wm.view(B, 1, 1)
-            chart.write(t, lo, E, v)
-            prev, plo = E, lo
-        V = _batch_major(torch.stack(chart.vs))                          # (B, T+1, Q, G)
+        if D is None:     # per step (unbind: its backward is one stack, not a zero-filled
+            Vt, logs, stored = _unlimited(push.unbind(0), rp.unbind(0),   # tensor per step)
+                                          bottom.unbind(0), v0)
+        else:
+            Vt, logs = windowed_chart(push.contiguous(), rp, bottom.contiguous(), v0, D)
+            stored = Band(B, Q, G, D, T).length + (T + 1 + D) * B * QG
+        P = torch.cat([m.new_zeros(1, B), torch.cumsum(m + logs, dim=0)])   # constants
+        V = _batch_major(Vt)                                             # (B, T+1, Q, G)
         Pb = P.t()
         log_alpha = V + Pb[:, :, None, None]
         flat = V.reshape(B, T + 1, QG)
@@ -438,7 +360,7 @@ class NondeterministicStack(nn.Module):
                               torch.zeros_like(flat)).reshape(B, T + 1, Q, G)
         if self.mode == "ns":
             reading = reading.sum(dim=2)
-        return NSResult(log_alpha, reading, norm + Pb, chart.stored)
+        return NSResult(log_alpha, reading, norm + Pb, stored)
 
 
 __all__ = ["NSResult", "NondeterministicStack", "valid_mask"]

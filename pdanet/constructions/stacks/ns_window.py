@@ -1,0 +1,233 @@
+"""The memory-limited stack WFA of the NS-RNN (DuSell & Chiang 2021, §5.1) as one autograd function.
+
+Only the weights γ[i→t] with t − i ≤ D are kept. The whole recurrence over t runs inside one
+`torch.autograd.Function`: the forward pass records no graph, and the backward pass is written
+out by hand, step by step in reverse. Every step has the same shapes (rows before the start of
+the string are zero rows), touches the same amount of memory and runs the same ops, whatever t
+and T; the chart lives in buffers allocated once per call. Time O(B·Q³G²·D²) per step, memory
+O(T·B·Q²G²·D).
+
+Quantities (scaled as in `pdanet.constructions.stacks.ns`; per step t = 1..T):
+
+- the column E[·→t] (rows i = t−D..t−1) is built as C (B, D, Q, G, Q, G) [b, slot, q, x, r, y]
+  with slot j ↔ row i = t − D + j, then stored in the band buffer M (`Band`); rows i < 0 are
+  zero rows, so the first steps have the same shapes as the rest;
+- v[t] = log α[t] − P[t] is ``Vbuf[t + D]`` (B, Q, G), with −inf for t < 0; ``Abuf[t]`` the
+  α-sum before its log (for the gradient of log at 0); ``S[t−1]`` the column scale s.
+
+Per step (Eqs. 2 and 4, with push | replace | pop actions already exponentiated and shifted):
+  out  = E[·→t−1] · [replace | pop]              (replace term, and X[k] = E[k→t−1]·pop)
+  pop  = Σ_k E[i→k] X[k]                          (rows t−D..t−3: `Band.pop_block` · X)
+  C    = [rep + pop, rep, push],  s = max C,  E[·→t] = C / s
+  α    = Σ_i e^{v[i]−w} E[i→t],  bottom = Σ_k e^{v[k]−w} [X[k]_{y=⊥}, bottom], v[t] = log α + w
+where w is the largest of v[t−1−D..t−1]. s and w are constants for autograd (the result does not
+depend on them), so the hand-written gradient is that of the plain recurrence. The backward pass
+keeps the gradient of the pop operands in a second band buffer and the gradient of the other
+uses of a column in the loop, and reads each column back from M.
+
+Both loops run with denormal numbers flushed to zero on the calling thread (restored after):
+products of many probabilities drift into the denormal range, where each arithmetic op is
+~100× slower, so that a long string's chart or gradient would cost more per step than a short
+one's. Values below the dtype's smallest normal number (~1.2e-38 in float32, relative to the
+column maximum 1) become zeros, as the scaled chart would flush them a step later anyway.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+import torch
+from torch.autograd.function import once_differentiable
+
+
+def slots(D: int) -> int:
+    """Columns k per row i in the band: k − i from min(1, 4 − D) to D (see `Band`)."""
+    return max(D, 2 * D - 3)
+
+
+def _flushing() -> bool:
+    """Whether this thread already flushes denormals (a denormal times 1 comes out as zero)."""
+    return bool((torch.full((1,), 1e-40, dtype=torch.float32) * 1.0).item() == 0.0)
+
+
+@contextlib.contextmanager
+def flush_denormals():
+    """Flush denormals to zero on this thread for the block, then restore the previous mode."""
+    was = _flushing()
+    if not was:
+        torch.set_flush_denormal(True)
+    try:
+        yield
+    finally:
+        if not was:
+            torch.set_flush_denormal(False)
+
+
+@dataclass(frozen=True)
+class Band:
+    """The layout of the kept chart, a flat buffer M: for each (b, y) a band matrix with rows
+    (i, q, x) and columns (k, u), entry E[i→k][q, x → u, y], k − i from min(1, 4−D) to D, at
+    offset R·(B·G·ρ) + (b·G + y)·ρ + (k − lo + D)·Q + u with R = (i + D)·QG + q·G + x and
+    ρ = `slots`(D)·Q. Each row of each (b, y) has its own ρ elements and rows are interleaved
+    over (b, y) (time-major), so any rectangle of the matrices inside the band is one strided
+    view of a stretch of M whose length does not depend on T; rows i < 0, columns k ≤ 0 and
+    entries with k ≤ i are never written and stay zero."""
+
+    B: int
+    Q: int
+    G: int
+    D: int
+    T: int
+
+    @property
+    def rho(self) -> int:
+        return slots(self.D) * self.Q
+
+    @property
+    def row(self) -> int:
+        """Stride of one row R (all (b, y) bands of it)."""
+        return self.B * self.G * self.rho
+
+    @property
+    def length(self) -> int:
+        return ((self.T + self.D) * self.Q * self.G + 1) * self.row + (self.T + self.D + 2) * self.Q
+
+    def _offset(self, i: int, k: int) -> int:
+        QG, lo = self.Q * self.G, min(1, 4 - self.D)
+        return (i + self.D) * QG * self.row + (k - lo + self.D) * self.Q
+
+    def column(self, M: torch.Tensor, t: int) -> torch.Tensor:
+        """E[t−D..t−1 → t] as a (B, D, Q, G, Q, G) [b, i, q, x, r, y] view of M."""
+        B, Q, G, D, rho, row = self.B, self.Q, self.G, self.D, self.rho, self.row
+        return M.as_strided((B, D, Q, G, Q, G), (G * rho, Q * G * row, G * row, row, 1, rho),
+                            self._offset(t - D, t))
+
+    def pop_block(self, M: torch.Tensor, t: int) -> torch.Tensor:
+        """E[i→k] for rows i = t−D..t−3 and columns k = t−D+1..t−2 (zero where i ≥ k) as a
+        (B·G, (D−2)·QG, (D−2)·Q) [b, y][i, q, x][k, u] view of M."""
+        n = self.D - 2
+        return M.as_strided((self.B * self.G, n * self.Q * self.G, n * self.Q),
+                            (self.rho, self.row, 1), self._offset(t - self.D, t - self.D + 1))
+
+
+def _pop_x(out: torch.Tensor) -> torch.Tensor:
+    """X[k][u, y → r] for k = t−D+1..t−2 as (B·G, (D−2)·Q, Q) [b, y][k, u][r]."""
+    B, D, Q, G = out.shape[:4]
+    return out[:, 2:, :, :, Q * G:].permute(0, 3, 1, 2, 4).reshape(B * G, (D - 2) * Q, Q)
+
+
+def _levels(out: torch.Tensor, bottom: torch.Tensor) -> torch.Tensor:
+    """The bottom level's operand: [X[k][u, ⊥ → r] for k = t−1−D..t−2, then the ⊥ → ⊥ no-op]
+    as (B, (D+1)·Q, Q)."""
+    B, D, Q, G = out.shape[:4]
+    return torch.cat([out[:, :, :, 0, Q * G:], bottom[:, None]], dim=1).view(B, (D + 1) * Q, Q)
+
+
+class WindowedChart(torch.autograd.Function):
+    """(push (T, B, Q, G, Q, G), rp (T, B, QG, QG+Q), bottom (T, B, Q, Q), v0 (B, Q, G), D) →
+    (V (T+1, B, Q, G), log s (T, B)): the windowed recurrence of the module docstring, with
+    ``rp`` the [replace | pop] matrix of each step ([s, z] × [r, y] | [s, z] × [r]) and
+    ``bottom`` the ⊥ → ⊥ no-op weights. Only V carries a gradient."""
+
+    @staticmethod
+    def forward(ctx, push, rp, bottom, v0, D):
+        T, B, Q, G = push.shape[:4]
+        QG, n = Q * G, D - 2
+        band = Band(B, Q, G, D, T)
+        M = push.new_zeros(band.length)
+        Vbuf = push.new_full((T + 1 + D, B, Q, G), float("-inf"))
+        Vbuf[D] = v0
+        accs, scales, shifts = [v0.new_zeros((B, Q, G))], [], []
+        prev = push.new_zeros((B, D * QG, QG))                   # E[·→0]: no rows
+        pushes, rps, bottoms = push.unbind(0), rp.unbind(0), bottom.unbind(0)
+        with flush_denormals():
+            for t in range(1, T + 1):
+                out = torch.bmm(prev, rps[t - 1]).view(B, D, Q, G, QG + Q)
+                C = torch.cat([out[:, 1:, :, :, :QG].view(B, D - 1, Q, G, Q, G),   # replace
+                               pushes[t - 1][:, None]], dim=1)                     # push
+                if n > 0:                                                          # pop
+                    C[:, :n] += torch.bmm(band.pop_block(M, t), _pop_x(out)).view(
+                        B, G, n, Q, G, Q).permute(0, 2, 3, 4, 5, 1)
+                s = C.view(B, -1).amax(dim=1)
+                s = torch.where(s > 0, s, 1.0)
+                C /= s.view(B, 1, 1, 1, 1, 1)                    # E[·→t], Eq. 2
+                band.column(M, t).copy_(C)
+                Vr = Vbuf[t - 1:t + D]                           # v[t−1−D..t−1]
+                w = Vr.amax(dim=(0, 2, 3)).nan_to_num(neginf=0.0)
+                ev = torch.exp(Vr - w.view(1, B, 1, 1))
+                prev = C.view(B, D * QG, QG)
+                a = torch.bmm(ev[1:].permute(1, 0, 2, 3).reshape(B, 1, D * QG), prev)  # Eq. 4
+                a = a.view(B, Q, G)
+                a[:, :, 0] = torch.bmm(ev[..., 0].transpose(0, 1).reshape(B, 1, (D + 1) * Q),
+                                       _levels(out, bottoms[t - 1])).view(B, Q) / s.view(B, 1)
+                torch.log(a, out=Vbuf[t + D])
+                Vbuf[t + D] += w.view(B, 1, 1)
+                accs.append(a)
+                scales.append(s)
+                shifts.append(w)
+        S = torch.stack(scales) if scales else push.new_ones((0, B))
+        Wm = torch.stack(shifts) if shifts else push.new_zeros((0, B))
+        ctx.save_for_backward(push, rp, bottom, M, Vbuf, torch.stack(accs), S, Wm)
+        ctx.band = band
+        logs = torch.log(S)
+        ctx.mark_non_differentiable(logs)
+        return Vbuf[D:].clone(), logs
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, gV, _):
+        push, rp, bottom, M, Vbuf, Abuf, S, Wm = ctx.saved_tensors
+        band = ctx.band
+        T, B, Q, G, D = band.T, band.B, band.Q, band.G, band.D
+        QG, n = Q * G, D - 2
+        gM = torch.zeros_like(M)                                 # pop gradients (band layout)
+        gVb = torch.zeros_like(Vbuf)
+        gVb[D:] = gV
+        g_push, g_rp, g_bottom = (torch.empty_like(push), torch.empty_like(rp),
+                                  torch.empty_like(bottom))
+        rps, bottoms = rp.unbind(0), bottom.unbind(0)
+        E = band.column(M, T).reshape(B, D * QG, QG) if T else None   # E[·→t], a copy
+        g_next = push.new_zeros((B, D * QG, QG))                 # from step t+1's replace/pop
+        with flush_denormals():
+            for t in range(T, 0, -1):
+                s, w = S[t - 1].view(B, 1), Wm[t - 1].view(1, B, 1, 1)
+                a = Abuf[t]
+                ga = torch.where(a > 0, gVb[t + D] / a, 0.0)                     # d log α
+                gab = ga[:, :, 0] / s                                            # bottom level
+                ga[:, :, 0] = 0
+                ev = torch.exp(Vbuf[t - 1:t + D] - w)
+                prev = band.column(M, t - 1).reshape(B, D * QG, QG)
+                out = torch.bmm(prev, rps[t - 1]).view(B, D, Q, G, QG + Q)
+                # Eq. 4: gradients to the v's (through ev), to E[·→t] and to the levels
+                gvr = torch.bmm(E, ga.view(B, QG, 1)).view(B, D, Q, G).transpose(0, 1)
+                gv0 = torch.bmm(_levels(out, bottoms[t - 1]), gab.view(B, Q, 1))
+                gVb[t:t + D] += gvr * ev[1:]
+                gVb[t - 1:t + D, :, :, 0] += gv0.view(B, D + 1, Q).transpose(0, 1) * ev[..., 0]
+                gE = torch.baddbmm(g_next, ev[1:].permute(1, 0, 2, 3).reshape(B, D * QG, 1),
+                                   ga.view(B, 1, QG))
+                gE += band.column(gM, t).reshape(B, D * QG, QG)
+                gY = torch.bmm(ev[..., 0].transpose(0, 1).reshape(B, (D + 1) * Q, 1),
+                               gab.view(B, 1, Q)).view(B, D + 1, Q, Q)
+                # E = C / s with C = [rep + pop, rep, push]
+                gC = (gE / s.view(B, 1, 1)).view(B, D, Q, G, Q, G)
+                g_push[t - 1] = gC[:, D - 1]
+                g_bottom[t - 1] = gY[:, D]
+                g_out = out.new_zeros((B, D, Q, G, QG + Q))
+                g_out[:, 1:, :, :, :QG] = gC[:, :D - 1].reshape(B, D - 1, Q, G, QG)
+                g_out[:, :, :, 0, QG:] = gY[:, :D]
+                if n > 0:
+                    gp = gC[:, :n].permute(0, 5, 1, 2, 3, 4).reshape(B * G, n * QG, Q)
+                    gX = torch.bmm(band.pop_block(M, t).transpose(1, 2), gp)
+                    g_out[:, 2:, :, :, QG:] += gX.view(B, G, n, Q, Q).permute(0, 2, 3, 1, 4)
+                    band.pop_block(gM, t).add_(torch.bmm(gp, _pop_x(out).transpose(1, 2)))
+                go = g_out.view(B, D * QG, QG + Q)
+                g_next = torch.bmm(go, rps[t - 1].transpose(1, 2))
+                torch.bmm(prev.transpose(1, 2), go, out=g_rp[t - 1])
+                E = prev
+        return g_push, g_rp, g_bottom, None, None
+
+
+windowed_chart = WindowedChart.apply
+
+__all__ = ["Band", "WindowedChart", "flush_denormals", "slots", "windowed_chart"]

@@ -1,0 +1,107 @@
+"""The windowed NS stack (`ns_window`): band layout, exactness for every window, hand-written
+gradient, and the denormal mode it restores."""
+
+import numpy as np
+import pytest
+import torch
+
+from pdanet.constructions.stacks.ns import NondeterministicStack
+from pdanet.constructions.stacks.ns_window import Band, flush_denormals
+
+
+@pytest.mark.parametrize("D", [1, 2, 3, 4, 5, 9])
+@pytest.mark.parametrize("Q,G", [(1, 2), (2, 3)])
+def test_band_views_are_disjoint_in_bounds_and_zero_below_the_diagonal(D, Q, G):
+    """Write every column t = 1..T through `Band.column` with distinct values: no entry is
+    written twice, every write stays in the buffer, and `pop_block` reads back exactly
+    E[i→k] for rows i < k (from the columns written) and zero for i ≥ k."""
+    B, T = 2, 3 * D + 4
+    band = Band(B, Q, G, D, T)
+    M = torch.zeros(band.length, dtype=torch.float64)
+    hits = torch.zeros(band.length, dtype=torch.int64)
+    idx = torch.arange(band.length, dtype=torch.float64)
+    cols = {}
+    for t in range(1, T + 1):
+        pos = band.column(idx, t).long()
+        assert pos.min() >= 0 and pos.max() < band.length
+        hits.view(-1).index_add_(0, pos.reshape(-1), torch.ones(pos.numel(), dtype=torch.int64))
+        vals = torch.rand(B, D, Q, G, Q, G, dtype=torch.float64) + 1
+        rows = torch.arange(t - D, t)
+        vals[:, rows < 0] = 0                                   # rows before the string
+        band.column(M, t).copy_(vals)
+        cols[t] = vals
+    assert hits.max() == 1
+    n = D - 2
+    for t in range(1, T + 1):
+        if n <= 0:
+            break
+        got = band.pop_block(M, t).view(B, G, n, Q, G, n, Q)    # [b, y, i, q, x, k, u]
+        for a in range(n):
+            for c in range(n):
+                i, k = t - D + a, t - D + 1 + c
+                want = (cols[k][:, i - (k - D)].permute(0, 4, 1, 2, 3) if 1 <= k and i < k
+                        else torch.zeros(B, G, Q, G, Q, dtype=torch.float64))
+                assert torch.equal(got[:, :, a, :, :, c], want), (t, i, k)
+
+
+@pytest.mark.parametrize("D", [1, 2, 3, 5, 8, 30])
+def test_every_window_equals_lang_and_its_gradient_a_central_difference(D, ns_checks):
+    rng = np.random.default_rng(D)
+    B, T, Q, G = 2, 24, 2, 3
+    la = torch.tensor(rng.normal(size=(B, T, Q, G, Q, 2 * G + 1)), requires_grad=True)
+    w = torch.tensor(rng.random((B, T + 1, Q, G)))
+    ns_checks(NondeterministicStack(Q, G, window=D), la, D,
+              lambda r: r.log_norm.sum() + (r.reading * w).sum(), rng)
+
+
+@pytest.mark.parametrize("D", [1, 2, 3, 5])
+def test_gradcheck_small_windows(D):
+    torch.manual_seed(D)
+    Q, G, T = 2, 2, 8
+    x = torch.randn(1, T, Q, G, Q, 2 * G + 1, dtype=torch.float64, requires_grad=True)
+    net = NondeterministicStack(Q, G, window=D, mode="ns")
+    w = torch.rand(1, T + 1, G, dtype=torch.float64)
+    assert torch.autograd.gradcheck(lambda z: (net(z).reading * w).sum() + net(z).log_norm.sum(),
+                                    (x,))
+
+
+def test_minus_infinity_actions_give_finite_gradients_and_zero_where_no_run_passes():
+    """Actions of weight 0 (−inf) everywhere but two pushes: the chart is −inf almost
+    everywhere; the gradient is finite, and zero for the state no run reaches."""
+    B, T, Q, G = 1, 12, 2, 3
+    la = torch.full((B, T, Q, G, Q, 2 * G + 1), float("-inf"), dtype=torch.float64)
+    la[..., 0, 0, 0, 1] = 0.0                                  # q0, ⊥: push symbol 1
+    la[..., 0, 1, 0, 1] = 0.0                                  # q0, 1: push 1
+    la.requires_grad_()
+    res = NondeterministicStack(Q, G, window=4)(la)
+    res.log_norm[:, -1].sum().backward()
+    assert torch.isfinite(res.log_norm).all()
+    assert torch.isfinite(la.grad).all()
+    assert la.grad[..., 1, :, :, :].abs().sum() == 0           # state 1 is never reached
+
+
+@pytest.mark.parametrize("before", [False, True])
+def test_the_denormal_mode_is_restored(before):
+    assert torch.set_flush_denormal(before)
+    try:
+        x = torch.randn(1, 6, 2, 3, 2, 7, requires_grad=True)
+        res = NondeterministicStack(2, 3, window=3)(x)
+        res.log_norm.sum().backward()
+        tiny = torch.full((1,), 1e-40, dtype=torch.float32) * 1.0
+        assert (tiny.item() == 0.0) == before
+        with flush_denormals():
+            assert (torch.full((1,), 1e-40) * 1.0).item() == 0.0
+        assert ((torch.full((1,), 1e-40) * 1.0).item() == 0.0) == before
+    finally:
+        torch.set_flush_denormal(False)
+
+
+def test_a_long_string_in_float64_against_lang_and_a_central_difference(ns_checks):
+    """T = 400: the chart equals Lang's algorithm with the same window and the gradient a
+    central difference along a random direction (float64 reaches no denormals here, so the
+    flushed mode changes nothing)."""
+    rng = np.random.default_rng(0)
+    B, T, Q, G, D = 1, 400, 2, 2, 6
+    la = torch.tensor(rng.normal(size=(B, T, Q, G, Q, 2 * G + 1)), requires_grad=True)
+    ns_checks(NondeterministicStack(Q, G, window=D), la, D,
+              lambda r: r.log_norm[:, -1].sum() + r.reading[:, ::7].sum(), rng)
