@@ -9,11 +9,12 @@ of Lang's algorithm); a flat ratio means the time follows the formula.
 Windowed stack (§5.1, D = 10), (|Q|, |Γ|) ∈ {(2, 3), (3, 3)}, B = 8, T ∈ {128, 256, 512, 1024}:
 forward and forward+backward seconds, the ratio t(T)/t(T/2) (the median over rounds of the
 ratio within a round; linear in T means 2, or a little less for the fixed per-call work; on a
-shared machine expect ±10% noise), and the peak memory of the forward and of forward+backward with its ratio to the peak at T/2.
-On the CPU the peak is the growth of the process's resident set over one call (`peak_growth`),
-each size in a fresh process after its inputs are made (the profiler's per-op memory records
-count a free twice when it happens inside a Python autograd function, so they are not used);
-on a GPU it is torch's peak allocation.
+shared machine expect ±10% noise), and the peak memory of the forward (without gradients) and
+of forward+backward with its ratio to the peak at T/2. On the CPU the peak is the growth of the
+process's resident set over one call (`peak_growth`), each size in a fresh process after its
+inputs are made (the profiler's per-op memory records count a free twice when it happens
+inside a Python autograd function, so they are not used); on a GPU it is torch's peak
+allocation.
 
 Run: OMP_NUM_THREADS=1 python benchmarks/bench_ns.py [--threads N] [--rounds R]
      [--part all|unlimited|windowed] [--device cuda]
@@ -72,8 +73,9 @@ def peak_growth(fn) -> int:
 def peak_bytes_cpu(B: int, Q: int, G: int, T: int, window: int | None, part: str) -> int:
     """`peak_growth` of one call of `case`'s ``part`` ("f" or "fb"), in a fresh process (so that
     memory the allocator kept from other sizes does not hide the growth)."""
-    code = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import bench_ns as b, "
-            f"torch; torch.set_num_threads(1); f = dict(zip('f fb'.split(), "
+    here = str(Path(__file__).parent)
+    code = (f"import sys; sys.path.insert(0, {here!r}); import bench_ns as b, torch; "
+            f"torch.set_num_threads(1); f = dict(zip('f fb'.split(), "
             f"b.case({B}, {Q}, {G}, {T}, {window}, 'cpu')))[{part!r}]; "
             f"b.case(2, {Q}, {G}, 8, {window}, 'cpu')[1](); print(b.peak_growth(f))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

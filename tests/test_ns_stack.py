@@ -164,16 +164,15 @@ class _OpLog(TorchDispatchMode):
 
 
 def test_windowed_step_work_and_memory_do_not_grow_with_length():
-    """Every aten op of a windowed forward+backward, logged at T = 60, 120, 180: the number of
-    ops and the number of saved elements grow by the same amount per added step, and the ops
-    whose operands span T·B·(QG)² or more elements (the once-per-call ones: actions in, chart
-    buffers allocated, outputs out) are as many at every T, so no step reads or writes memory
-    whose extent grows with T."""
+    """Every aten op of a windowed forward+backward, logged at T = 128, 256, 384 (2, 4, 6 band
+    segments of 64 steps): the number of ops and the number of saved elements grow by the same
+    amount per added step, and the ops whose operands span 2·T·B·(QG)² or more elements (the
+    once-per-call ones, such as the actions in and the outputs out; a band segment is smaller)
+    are as many at every T, so no step reads or writes memory whose extent grows with T."""
     B, Q, G, D = 2, 1, 2, 3
     net = NondeterministicStack(Q, G, window=D)
-    net(torch.randn(B, 2 * D, Q, G, Q, 2 * G + 1))               # fills the gather-index cache
     ops, big, saved = {}, {}, {}
-    for T in (60, 120, 180):
+    for T in (128, 256, 384):
         x = torch.randn(B, T, Q, G, Q, 2 * G + 1, dtype=torch.float64, requires_grad=True)
         sizes: list[int] = []
 
@@ -185,7 +184,7 @@ def test_windowed_step_work_and_memory_do_not_grow_with_length():
             res = net(x)
             (res.log_norm.sum() + res.reading.sum()).backward()
         ops[T], saved[T] = len(log.spans), sum(sizes)
-        big[T] = sum(s >= T * B * (Q * G) ** 2 for s in log.spans)
-    assert ops[180] - ops[120] == ops[120] - ops[60] > 0
-    assert saved[180] - saved[120] == saved[120] - saved[60] > 0
-    assert big[60] == big[120] == big[180]
+        big[T] = sum(s >= 2 * T * B * (Q * G) ** 2 for s in log.spans)
+    assert ops[384] - ops[256] == ops[256] - ops[128] > 0
+    assert saved[384] - saved[256] == saved[256] - saved[128] > 0
+    assert big[128] == big[256] == big[384]

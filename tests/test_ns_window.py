@@ -105,3 +105,23 @@ def test_a_long_string_in_float64_against_lang_and_a_central_difference(ns_check
     la = torch.tensor(rng.normal(size=(B, T, Q, G, Q, 2 * G + 1)), requires_grad=True)
     ns_checks(NondeterministicStack(Q, G, window=D), la, D,
               lambda r: r.log_norm[:, -1].sum() + r.reading[:, ::7].sum(), rng)
+
+
+def test_without_gradients_two_segments_take_turns_and_the_chart_is_the_same():
+    """T = 300 spans 5 segments of 64 steps: the forward without gradients (two band buffers
+    taking turns, each restarted from zeros) gives the chart of the forward that keeps every
+    segment, and holds a fixed number of chart entries whatever T."""
+    rng = np.random.default_rng(3)
+    Q, G, D = 2, 3, 5
+    net = NondeterministicStack(Q, G, window=D)
+    la = torch.tensor(rng.normal(size=(2, 300, Q, G, Q, 2 * G + 1)))
+    kept = net(la.clone().requires_grad_())
+    with torch.no_grad():
+        light = net(la)
+    assert torch.equal(kept.log_alpha.detach(), light.log_alpha)
+    assert torch.equal(kept.reading.detach(), light.reading)
+    with torch.no_grad():
+        sizes = [net(torch.zeros(1, T, Q, G, Q, 2 * G + 1)).stored for T in (200, 400, 800)]
+    v = Q * G                                                  # v's: (T + 1 + D)·B·QG
+    assert sizes[1] - sizes[0] == 200 * v and sizes[2] - sizes[1] == 400 * v
+    assert kept.stored > 2 * light.stored                      # 5 segments against 2

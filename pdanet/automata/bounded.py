@@ -21,7 +21,7 @@ from typing import Any, Hashable
 import numpy as np
 
 from pdanet.automata.alphabet import Alphabet
-from pdanet.automata.base import BatchTrace, Machine, hold_after_length
+from pdanet.automata.base import BatchTrace, Machine
 from pdanet.automata.dfa import DFA
 from pdanet.errors import CompileError, InputError, SearchBoundError
 

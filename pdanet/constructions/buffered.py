@@ -51,7 +51,7 @@ from pdanet.automata.alphabet import EPSILON
 from pdanet.automata.pda import DeterministicPushdown
 from pdanet.automata.pdt import DPDT
 from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact, register
-from pdanet.constructions.controllers import BETA, _codes, _pack, _Stratified, _SymbolCodes
+from pdanet.constructions.controllers import BETA, _codes, _Stratified, _SymbolCodes
 from pdanet.constructions.stacks.buffered import OutputBuffer
 from pdanet.constructions.stacks.common import pop_front, read_front_weights
 from pdanet.errors import CompileError, InputError
@@ -215,7 +215,7 @@ class BufferedStackRNN(nn.Module):
             raise InputError("padding (-1) must come after each row's symbols")
         items = self.embedding(ids.clamp(min=0))                  # I_0 (Hao et al. §2.3)
         s_in = (ids >= 0).to(items.dtype)                         # strength 1 per symbol
-        H, m = self.h0.numel(), self.width
+        m = self.width
         Wx, Wr = self.cell.weight_ih[:, :items.shape[2]].T, self.cell.weight_ih[:, items.shape[2]:].T
         Wh, b = self.cell.weight_hh.T, self.cell.bias_ih + self.cell.bias_hh
         head_w = torch.cat([self.actions.weight, self.values.weight, self.io.weight,

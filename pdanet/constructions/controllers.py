@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Hashable
+from typing import Any
 
 import numpy as np
 import sympy as sp

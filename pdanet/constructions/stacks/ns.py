@@ -51,7 +51,12 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from pdanet.constructions.stacks.ns_window import Band, windowed_chart
+from pdanet.constructions.stacks.ns_window import (
+    bottom_noop,
+    chart_entries,
+    replace_pop,
+    windowed_chart,
+)
 from pdanet.errors import InputError
 
 
@@ -334,20 +339,15 @@ class NondeterministicStack(nn.Module):
         # m[t]: a detached max-shift per (step, batch); d = exp(log Δ − m) in linear scale
         m = lact.detach().amax(dim=(2, 3, 4, 5))
         m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
-        d = torch.exp(lact - m[:, :, None, None, None, None])
-        push = d[..., :G]                                                # (T, B, Q, G, Q, G)
-        rp = torch.cat([d[..., G:2 * G].reshape(T, B, QG, QG),           # replace (Eq. 2)
-                        d[..., 2 * G].reshape(T, B, QG, Q)], dim=3)      # | pop
-        bottom = d[:, :, :, 0, :, G]                                     # ⊥ → ⊥ (T, B, Q, Q)
-
+        d = (lact - m[:, :, None, None, None, None]).exp_()
         v0 = d.new_full((B, Q, G), float("-inf"))
         v0[:, self.start, 0] = 0.0
         if D is None:     # per step (unbind: its backward is one stack, not a zero-filled
-            Vt, logs, stored = _unlimited(push.unbind(0), rp.unbind(0),   # tensor per step)
-                                          bottom.unbind(0), v0)
+            Vt, logs, stored = _unlimited(d[..., :G].unbind(0),          # tensor per step)
+                                          replace_pop(d).unbind(0), bottom_noop(d).unbind(0), v0)
         else:
-            Vt, logs = windowed_chart(push.contiguous(), rp, bottom.contiguous(), v0, D)
-            stored = Band(B, Q, G, D, T).length + (T + 1 + D) * B * QG
+            Vt, logs = windowed_chart(d, v0, D)
+            stored = chart_entries(B, Q, G, D, T, Vt.requires_grad)
         P = torch.cat([m.new_zeros(1, B), torch.cumsum(m + logs, dim=0)])   # constants
         V = _batch_major(Vt)                                             # (B, T+1, Q, G)
         Pb = P.t()

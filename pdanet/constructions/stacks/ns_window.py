@@ -64,21 +64,29 @@ def flush_denormals():
             torch.set_flush_denormal(False)
 
 
+def segment_steps(D: int) -> int:
+    """Steps per band segment (`Band`): at least 64, and 4·D so that the D copied rows stay a
+    small part of a segment."""
+    return max(64, 4 * D)
+
+
 @dataclass(frozen=True)
 class Band:
-    """The layout of the kept chart, a flat buffer M: for each (b, y) a band matrix with rows
-    (i, q, x) and columns (k, u), entry E[i→k][q, x → u, y], k − i from min(1, 4−D) to D, at
-    offset R·(B·G·ρ) + (b·G + y)·ρ + (k − lo + D)·Q + u with R = (i + D)·QG + q·G + x and
-    ρ = `slots`(D)·Q. Each row of each (b, y) has its own ρ elements and rows are interleaved
-    over (b, y) (time-major), so any rectangle of the matrices inside the band is one strided
-    view of a stretch of M whose length does not depend on T; rows i < 0, columns k ≤ 0 and
-    entries with k ≤ i are never written and stay zero."""
+    """The layout of one segment of the kept chart: steps t = 1..S of the segment (t counted
+    from the segment's start) in a flat buffer M. Row block i (rows (i, q, x), i = −D..S−1)
+    starts at (i + D)·β; in it, entry E[i→k][q, x → u, y] sits at (q·G + x)·row + (b·G + y)·ρ +
+    (k − i − lo)·Q + u, for k − i from lo = min(1, 4−D) to D, with ρ = `slots`(D)·Q,
+    row = B·G·ρ and β = QG·row + Q. So for each (b, y) the chart is a band matrix with rows
+    (i, q, x) and columns (k, u), row stride ``row`` and column stride 1 (moving down a row block
+    moves the band right by Q), and any rectangle of it inside the band is one strided view of
+    a stretch of M. Entries with k ≤ i are never written and stay zero. Blocks −D..−1 hold the
+    last D rows of the previous segment (`carry`), so steps 1..D read their old columns there."""
 
     B: int
     Q: int
     G: int
     D: int
-    T: int
+    S: int
 
     @property
     def rho(self) -> int:
@@ -86,21 +94,25 @@ class Band:
 
     @property
     def row(self) -> int:
-        """Stride of one row R (all (b, y) bands of it)."""
+        """Stride of one row (q, x) of a block: its (b, y) bands side by side."""
         return self.B * self.G * self.rho
 
     @property
+    def block(self) -> int:
+        """β, the stride of a row block i."""
+        return self.Q * self.G * self.row + self.Q
+
+    @property
     def length(self) -> int:
-        return ((self.T + self.D) * self.Q * self.G + 1) * self.row + (self.T + self.D + 2) * self.Q
+        return (self.S + self.D) * self.block + 2 * self.Q
 
     def _offset(self, i: int, k: int) -> int:
-        QG, lo = self.Q * self.G, min(1, 4 - self.D)
-        return (i + self.D) * QG * self.row + (k - lo + self.D) * self.Q
+        return (i + self.D) * self.block + (k - i - min(1, 4 - self.D)) * self.Q
 
     def column(self, M: torch.Tensor, t: int) -> torch.Tensor:
         """E[t−D..t−1 → t] as a (B, D, Q, G, Q, G) [b, i, q, x, r, y] view of M."""
         B, Q, G, D, rho, row = self.B, self.Q, self.G, self.D, self.rho, self.row
-        return M.as_strided((B, D, Q, G, Q, G), (G * rho, Q * G * row, G * row, row, 1, rho),
+        return M.as_strided((B, D, Q, G, Q, G), (G * rho, self.block - Q, G * row, row, 1, rho),
                             self._offset(t - D, t))
 
     def pop_block(self, M: torch.Tensor, t: int) -> torch.Tensor:
@@ -109,6 +121,16 @@ class Band:
         n = self.D - 2
         return M.as_strided((self.B * self.G, n * self.Q * self.G, n * self.Q),
                             (self.rho, self.row, 1), self._offset(t - self.D, t - self.D + 1))
+
+    def carry(self, old: torch.Tensor, new: torch.Tensor) -> None:
+        """Start segment ``new`` (zeros) from ``old``: its blocks −D..−1 are old's S−D..S−1."""
+        n = self.D * self.block
+        new[:n] = old[self.S * self.block:self.S * self.block + n]
+
+    def carry_back(self, new: torch.Tensor, old: torch.Tensor) -> None:
+        """The backward of `carry`: add new's blocks −D..−1 into old's S−D..S−1."""
+        n = self.D * self.block
+        old[self.S * self.block:self.S * self.block + n] += new[:n]
 
 
 def _pop_x(out: torch.Tensor) -> torch.Tensor:
@@ -125,34 +147,52 @@ def _levels(out: torch.Tensor, bottom: torch.Tensor) -> torch.Tensor:
 
 
 class WindowedChart(torch.autograd.Function):
-    """(push (T, B, Q, G, Q, G), rp (T, B, QG, QG+Q), bottom (T, B, Q, Q), v0 (B, Q, G), D) →
-    (V (T+1, B, Q, G), log s (T, B)): the windowed recurrence of the module docstring, with
-    ``rp`` the [replace | pop] matrix of each step ([s, z] × [r, y] | [s, z] × [r]) and
-    ``bottom`` the ⊥ → ⊥ no-op weights. Only V carries a gradient."""
+    """(d (T, B, Q, G, Q, 2G+1), v0 (B, Q, G), D, keep) → (V (T+1, B, Q, G), log s (T, B)): the
+    windowed recurrence of the module docstring on the shifted, exponentiated actions d
+    (time-major, Op axis [push | replace | pop], invalid operations 0). Only V carries a
+    gradient. The chart is kept in band
+    segments of S = `segment_steps`(D) steps: all of them when ``keep`` (for the backward
+    pass), otherwise two that take turns, so that a forward pass without gradients holds
+    O(S + D) columns whatever T."""
 
     @staticmethod
-    def forward(ctx, push, rp, bottom, v0, D):
-        T, B, Q, G = push.shape[:4]
+    def forward(ctx, d, v0, D, keep):
+        T, B, Q, G = d.shape[:4]
         QG, n = Q * G, D - 2
-        band = Band(B, Q, G, D, T)
-        M = push.new_zeros(band.length)
+        push = d[..., :G]                                        # (T, B, Q, G, Q, G)
+        rp = replace_pop(d)
+        band = Band(B, Q, G, D, min(T, segment_steps(D)))
+        segments: list[torch.Tensor] = []
+        segment = lambda: torch.zeros(band.length, dtype=d.dtype, device=d.device)  # noqa: E731
+        turns = [segment() for _ in range(0 if keep or not T else 2)]
         Vbuf = push.new_full((T + 1 + D, B, Q, G), float("-inf"))
         Vbuf[D] = v0
         accs, scales, shifts = [v0.new_zeros((B, Q, G))], [], []
         prev = push.new_zeros((B, D * QG, QG))                   # E[·→0]: no rows
-        pushes, rps, bottoms = push.unbind(0), rp.unbind(0), bottom.unbind(0)
+        pushes, rps, bottoms = push.unbind(0), rp.unbind(0), bottom_noop(d).unbind(0)
+        M = None
         with flush_denormals():
             for t in range(1, T + 1):
+                u = (t - 1) % band.S + 1                         # step within its segment
+                if u == 1:
+                    j = (t - 1) // band.S
+                    new = segment() if keep else turns[j % 2]
+                    if j >= 2 and not keep:
+                        new.zero_()
+                    if M is not None:
+                        band.carry(M, new)
+                    M = new
+                    segments.append(M)
                 out = torch.bmm(prev, rps[t - 1]).view(B, D, Q, G, QG + Q)
                 C = torch.cat([out[:, 1:, :, :, :QG].view(B, D - 1, Q, G, Q, G),   # replace
                                pushes[t - 1][:, None]], dim=1)                     # push
                 if n > 0:                                                          # pop
-                    C[:, :n] += torch.bmm(band.pop_block(M, t), _pop_x(out)).view(
+                    C[:, :n] += torch.bmm(band.pop_block(M, u), _pop_x(out)).view(
                         B, G, n, Q, G, Q).permute(0, 2, 3, 4, 5, 1)
                 s = C.view(B, -1).amax(dim=1)
                 s = torch.where(s > 0, s, 1.0)
                 C /= s.view(B, 1, 1, 1, 1, 1)                    # E[·→t], Eq. 2
-                band.column(M, t).copy_(C)
+                band.column(M, u).copy_(C)
                 Vr = Vbuf[t - 1:t + D]                           # v[t−1−D..t−1]
                 w = Vr.amax(dim=(0, 2, 3)).nan_to_num(neginf=0.0)
                 ev = torch.exp(Vr - w.view(1, B, 1, 1))
@@ -168,8 +208,9 @@ class WindowedChart(torch.autograd.Function):
                 shifts.append(w)
         S = torch.stack(scales) if scales else push.new_ones((0, B))
         Wm = torch.stack(shifts) if shifts else push.new_zeros((0, B))
-        ctx.save_for_backward(push, rp, bottom, M, Vbuf, torch.stack(accs), S, Wm)
-        ctx.band = band
+        if keep:
+            ctx.save_for_backward(d, rp, Vbuf, torch.stack(accs), S, Wm, *segments)
+        ctx.band, ctx.T = band, T
         logs = torch.log(S)
         ctx.mark_non_differentiable(logs)
         return Vbuf[D:].clone(), logs
@@ -177,27 +218,32 @@ class WindowedChart(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, gV, _):
-        push, rp, bottom, M, Vbuf, Abuf, S, Wm = ctx.saved_tensors
-        band = ctx.band
-        T, B, Q, G, D = band.T, band.B, band.Q, band.G, band.D
+        d, rp, Vbuf, Abuf, S, Wm, *segments = ctx.saved_tensors
+        band, T = ctx.band, ctx.T
+        B, Q, G, D = band.B, band.Q, band.G, band.D
         QG, n = Q * G, D - 2
-        gM = torch.zeros_like(M)                                 # pop gradients (band layout)
+        turns = [torch.zeros(band.length, dtype=d.dtype, device=d.device)   # pop gradients
+                 for _ in range(2 if T else 0)]
         gVb = torch.zeros_like(Vbuf)
         gVb[D:] = gV
-        g_push, g_rp, g_bottom = (torch.empty_like(push), torch.empty_like(rp),
-                                  torch.empty_like(bottom))
-        rps, bottoms = rp.unbind(0), bottom.unbind(0)
-        E = band.column(M, T).reshape(B, D * QG, QG) if T else None   # E[·→t], a copy
-        g_next = push.new_zeros((B, D * QG, QG))                 # from step t+1's replace/pop
+        gd, g_rp = torch.zeros_like(d), torch.empty_like(rp)
+        g_push, g_bottom = gd[..., :G], bottom_noop(gd)
+        rps, bottoms = rp.unbind(0), bottom_noop(d).unbind(0)
+        g_next = d.new_zeros((B, D * QG, QG))                 # from step t+1's replace/pop
+        E = None                                                 # E[·→t] (natural order)
         with flush_denormals():
             for t in range(T, 0, -1):
+                j, u = (t - 1) // band.S, (t - 1) % band.S + 1
+                M, gM = segments[j], turns[j % 2]
+                if E is None:
+                    E = band.column(M, u).reshape(B, D * QG, QG)
                 s, w = S[t - 1].view(B, 1), Wm[t - 1].view(1, B, 1, 1)
                 a = Abuf[t]
                 ga = torch.where(a > 0, gVb[t + D] / a, 0.0)                     # d log α
                 gab = ga[:, :, 0] / s                                            # bottom level
                 ga[:, :, 0] = 0
                 ev = torch.exp(Vbuf[t - 1:t + D] - w)
-                prev = band.column(M, t - 1).reshape(B, D * QG, QG)
+                prev = band.column(M, u - 1).reshape(B, D * QG, QG)
                 out = torch.bmm(prev, rps[t - 1]).view(B, D, Q, G, QG + Q)
                 # Eq. 4: gradients to the v's (through ev), to E[·→t] and to the levels
                 gvr = torch.bmm(E, ga.view(B, QG, 1)).view(B, D, Q, G).transpose(0, 1)
@@ -206,28 +252,60 @@ class WindowedChart(torch.autograd.Function):
                 gVb[t - 1:t + D, :, :, 0] += gv0.view(B, D + 1, Q).transpose(0, 1) * ev[..., 0]
                 gE = torch.baddbmm(g_next, ev[1:].permute(1, 0, 2, 3).reshape(B, D * QG, 1),
                                    ga.view(B, 1, QG))
-                gE += band.column(gM, t).reshape(B, D * QG, QG)
+                gE += band.column(gM, u).reshape(B, D * QG, QG)
                 gY = torch.bmm(ev[..., 0].transpose(0, 1).reshape(B, (D + 1) * Q, 1),
                                gab.view(B, 1, Q)).view(B, D + 1, Q, Q)
                 # E = C / s with C = [rep + pop, rep, push]
                 gC = (gE / s.view(B, 1, 1)).view(B, D, Q, G, Q, G)
                 g_push[t - 1] = gC[:, D - 1]
-                g_bottom[t - 1] = gY[:, D]
+                g_bottom[t - 1] += gY[:, D]
                 g_out = out.new_zeros((B, D, Q, G, QG + Q))
                 g_out[:, 1:, :, :, :QG] = gC[:, :D - 1].reshape(B, D - 1, Q, G, QG)
                 g_out[:, :, :, 0, QG:] = gY[:, :D]
                 if n > 0:
                     gp = gC[:, :n].permute(0, 5, 1, 2, 3, 4).reshape(B * G, n * QG, Q)
-                    gX = torch.bmm(band.pop_block(M, t).transpose(1, 2), gp)
+                    gX = torch.bmm(band.pop_block(M, u).transpose(1, 2), gp)
                     g_out[:, 2:, :, :, QG:] += gX.view(B, G, n, Q, Q).permute(0, 2, 3, 1, 4)
-                    band.pop_block(gM, t).add_(torch.bmm(gp, _pop_x(out).transpose(1, 2)))
+                    band.pop_block(gM, u).add_(torch.bmm(gp, _pop_x(out).transpose(1, 2)))
                 go = g_out.view(B, D * QG, QG + Q)
                 g_next = torch.bmm(go, rps[t - 1].transpose(1, 2))
                 torch.bmm(prev.transpose(1, 2), go, out=g_rp[t - 1])
                 E = prev
-        return g_push, g_rp, g_bottom, None, None
+                if u == 1 and j > 0:                             # into the previous segment
+                    old = turns[(j - 1) % 2]
+                    old.zero_()
+                    band.carry_back(gM, old)
+        gd[..., G:2 * G] += g_rp[..., :QG].view(T, B, Q, G, Q, G)
+        gd[..., 2 * G] += g_rp[..., QG:].view(T, B, Q, G, Q)
+        return gd, None, None, None
 
 
-windowed_chart = WindowedChart.apply
+def replace_pop(d: torch.Tensor) -> torch.Tensor:
+    """The [replace | pop] matrix of every step, (T, B, QG, QG+Q): rows (s, z), columns (r, y)
+    then r."""
+    T, B, Q, G = d.shape[:4]
+    return torch.cat([d[..., G:2 * G].reshape(T, B, Q * G, Q * G),
+                      d[..., 2 * G].reshape(T, B, Q * G, Q)], dim=3)
 
-__all__ = ["Band", "WindowedChart", "flush_denormals", "slots", "windowed_chart"]
+
+def bottom_noop(d: torch.Tensor) -> torch.Tensor:
+    """The ⊥ → ⊥ no-op weights (replace ⊥ by ⊥) of every step as a (T, B, Q, Q) view."""
+    return d[:, :, :, 0, :, d.shape[3]]
+
+
+def windowed_chart(d: torch.Tensor, v0: torch.Tensor, D: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """`WindowedChart`, keeping the chart for a backward pass only when grad mode is on and d
+    requires a gradient."""
+    return WindowedChart.apply(d, v0, D, torch.is_grad_enabled() and d.requires_grad)
+
+
+def chart_entries(B: int, Q: int, G: int, D: int, T: int, keep: bool) -> int:
+    """Elements of the chart buffers of a call: the band segments (all ⌈T/S⌉ of them, or the
+    two that take turns) and the v's."""
+    band = Band(B, Q, G, D, min(T, segment_steps(D)))
+    segments = (-(-T // band.S) if keep else 2) if T else 0
+    return segments * band.length + (T + 1 + D) * B * Q * G
+
+
+__all__ = ["Band", "WindowedChart", "bottom_noop", "chart_entries", "flush_denormals",
+           "replace_pop", "segment_steps", "slots", "windowed_chart"]
