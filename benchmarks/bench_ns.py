@@ -12,7 +12,9 @@ ratio within a round; linear in T means 2, or a little less for the fixed per-ca
 shared machine expect ±10% noise), and the peak memory of the forward (without gradients) and
 of forward+backward with its ratio to the peak at T/2. On the CPU the peak is the growth of the
 process's resident set over one call (`peak_growth`), each size in a fresh process after its
-inputs are made (the profiler's per-op memory records count a free twice when it happens
+inputs are made, with glibc told to map every block of 64 KiB or more on its own, so that a
+freed tensor leaves the resident set at once and the peak is that of the live tensors (the
+profiler's per-op memory records count a free twice when it happens
 inside a Python autograd function, so they are not used); on a GPU it is torch's peak
 allocation.
 
@@ -23,6 +25,7 @@ Run: OMP_NUM_THREADS=1 python benchmarks/bench_ns.py [--threads N] [--rounds R]
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -78,7 +81,9 @@ def peak_bytes_cpu(B: int, Q: int, G: int, T: int, window: int | None, part: str
             f"torch.set_num_threads(1); f = dict(zip('f fb'.split(), "
             f"b.case({B}, {Q}, {G}, {T}, {window}, 'cpu')))[{part!r}]; "
             f"b.case(2, {Q}, {G}, 8, {window}, 'cpu')[1](); print(b.peak_growth(f))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536")   # tensors ≥ 64 KiB: own mappings
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=env)
     return int(out.stdout.split()[-1])
 
 

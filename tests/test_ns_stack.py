@@ -85,7 +85,7 @@ def test_windowed_equals_unlimited_when_window_covers_length_and_state_is_linear
 
 @pytest.mark.parametrize("window", [None, 4])
 @pytest.mark.parametrize("Q,G,T", [(1, 2, 11), (2, 2, 7)])
-def test_gradcheck_including_the_pop_term_and_the_window_ring(Q, G, T, window):
+def test_gradcheck_including_the_pop_term_and_the_window(Q, G, T, window):
     torch.manual_seed(Q * 100 + T)
     x = torch.randn(1, T, Q, G, Q, 2 * G + 1, dtype=torch.float64, requires_grad=True)
     net = NondeterministicStack(Q, G, window=window)

@@ -167,7 +167,8 @@ class WindowedChart(torch.autograd.Function):
         turns = [segment() for _ in range(0 if keep or not T else 2)]
         Vbuf = push.new_full((T + 1 + D, B, Q, G), float("-inf"))
         Vbuf[D] = v0
-        accs, scales, shifts = [v0.new_zeros((B, Q, G))], [], []
+        Abuf = v0.new_zeros((T + 1, B, Q, G))                   # α-sums before the log
+        S, Wm = v0.new_ones((T, B)), v0.new_zeros((T, B))       # scales s, shifts w
         prev = push.new_zeros((B, D * QG, QG))                   # E[·→0]: no rows
         pushes, rps, bottoms = push.unbind(0), rp.unbind(0), bottom_noop(d).unbind(0)
         M = None
@@ -189,27 +190,23 @@ class WindowedChart(torch.autograd.Function):
                 if n > 0:                                                          # pop
                     C[:, :n] += torch.bmm(band.pop_block(M, u), _pop_x(out)).view(
                         B, G, n, Q, G, Q).permute(0, 2, 3, 4, 5, 1)
-                s = C.view(B, -1).amax(dim=1)
-                s = torch.where(s > 0, s, 1.0)
+                s = torch.amax(C.view(B, -1), dim=1, out=S[t - 1])
+                s.masked_fill_(s == 0, 1.0)                      # C ≥ 0
                 C /= s.view(B, 1, 1, 1, 1, 1)                    # E[·→t], Eq. 2
                 band.column(M, u).copy_(C)
                 Vr = Vbuf[t - 1:t + D]                           # v[t−1−D..t−1]
-                w = Vr.amax(dim=(0, 2, 3)).nan_to_num(neginf=0.0)
+                w = torch.amax(Vr, dim=(0, 2, 3), out=Wm[t - 1]).nan_to_num_(neginf=0.0)
                 ev = torch.exp(Vr - w.view(1, B, 1, 1))
                 prev = C.view(B, D * QG, QG)
-                a = torch.bmm(ev[1:].permute(1, 0, 2, 3).reshape(B, 1, D * QG), prev)  # Eq. 4
-                a = a.view(B, Q, G)
+                a = Abuf[t]                                      # Eq. 4
+                torch.bmm(ev[1:].permute(1, 0, 2, 3).reshape(B, 1, D * QG), prev,
+                          out=a.view(B, 1, QG))
                 a[:, :, 0] = torch.bmm(ev[..., 0].transpose(0, 1).reshape(B, 1, (D + 1) * Q),
                                        _levels(out, bottoms[t - 1])).view(B, Q) / s.view(B, 1)
                 torch.log(a, out=Vbuf[t + D])
                 Vbuf[t + D] += w.view(B, 1, 1)
-                accs.append(a)
-                scales.append(s)
-                shifts.append(w)
-        S = torch.stack(scales) if scales else push.new_ones((0, B))
-        Wm = torch.stack(shifts) if shifts else push.new_zeros((0, B))
         if keep:
-            ctx.save_for_backward(d, rp, Vbuf, torch.stack(accs), S, Wm, *segments)
+            ctx.save_for_backward(d, rp, Vbuf, Abuf, S, Wm, *segments)
         ctx.band, ctx.T = band, T
         logs = torch.log(S)
         ctx.mark_non_differentiable(logs)
