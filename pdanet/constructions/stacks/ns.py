@@ -39,9 +39,10 @@ column's write-back after all its readers, so the gradients are those of the pla
 
 Window D (§5.1): only γ[i→t] with t − i ≤ D are kept; `pdanet.constructions.stacks.ns_window`
 runs the same per-step arithmetic as one autograd function over all t, with the kept chart in
-one band-matrix buffer (any window of it is a strided view, so a step gathers nothing) and a
+band-matrix segments (any window of it is a strided view, so a step gathers nothing) and a
 hand-written backward pass. Every step runs the same ops on the same amount of memory whatever
-t and T: time O(B·Q³G²·D²) per step and memory O(T·B·Q²G²·D), forward and backward.
+t and T: time O(B·Q³G²·D²) per step and memory O(T·B·Q²G²·D), forward and backward; a forward
+pass without gradients keeps two segments, whatever T.
 """
 
 from __future__ import annotations

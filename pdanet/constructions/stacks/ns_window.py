@@ -4,14 +4,16 @@ Only the weights γ[i→t] with t − i ≤ D are kept. The whole recurrence ove
 `torch.autograd.Function`: the forward pass records no graph, and the backward pass is written
 out by hand, step by step in reverse. Every step has the same shapes (rows before the start of
 the string are zero rows), touches the same amount of memory and runs the same ops, whatever t
-and T; the chart lives in buffers allocated once per call. Time O(B·Q³G²·D²) per step, memory
-O(T·B·Q²G²·D).
+and T. The kept chart lives in band segments of a fixed number of steps (`Band`,
+`segment_steps`), all kept for the backward pass when a gradient is needed, otherwise two that
+take turns. Time O(B·Q³G²·D²) per step; memory O(T·B·Q²G²·D) with gradients, O(B·Q²G²·D·S)
+besides the actions and the outputs without (S = `segment_steps`(D)).
 
 Quantities (scaled as in `pdanet.constructions.stacks.ns`; per step t = 1..T):
 
 - the column E[·→t] (rows i = t−D..t−1) is built as C (B, D, Q, G, Q, G) [b, slot, q, x, r, y]
-  with slot j ↔ row i = t − D + j, then stored in the band buffer M (`Band`); rows i < 0 are
-  zero rows, so the first steps have the same shapes as the rest;
+  with slot j ↔ row i = t − D + j, then stored in the current band segment M (`Band`); rows
+  i < 0 are zero rows, so the first steps have the same shapes as the rest;
 - v[t] = log α[t] − P[t] is ``Vbuf[t + D]`` (B, Q, G), with −inf for t < 0; ``Abuf[t]`` the
   α-sum before its log (for the gradient of log at 0); ``S[t−1]`` the column scale s.
 
@@ -22,14 +24,15 @@ Per step (Eqs. 2 and 4, with push | replace | pop actions already exponentiated 
   α    = Σ_i e^{v[i]−w} E[i→t],  bottom = Σ_k e^{v[k]−w} [X[k]_{y=⊥}, bottom], v[t] = log α + w
 where w is the largest of v[t−1−D..t−1]. s and w are constants for autograd (the result does not
 depend on them), so the hand-written gradient is that of the plain recurrence. The backward pass
-keeps the gradient of the pop operands in a second band buffer and the gradient of the other
-uses of a column in the loop, and reads each column back from M.
+keeps the gradient of the pop operands in two band segments that take turns and the gradient
+of the other uses of a column in the loop, and reads each column back from its segment.
 
 Both loops run with denormal numbers flushed to zero on the calling thread (restored after):
 products of many probabilities drift into the denormal range, where each arithmetic op is
 ~100× slower, so that a long string's chart or gradient would cost more per step than a short
-one's. Values below the dtype's smallest normal number (~1.2e-38 in float32, relative to the
-column maximum 1) become zeros, as the scaled chart would flush them a step later anyway.
+one's. Values below the dtype's smallest normal number (~1.2e-38 in float32) become zeros: in
+the chart these are entries ~e^-87 below their column's maximum of 1, which the module's
+documented range drops anyway; in the gradient, contributions that small.
 """
 
 from __future__ import annotations
