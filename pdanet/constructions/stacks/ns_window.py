@@ -21,9 +21,12 @@ Per step (Eqs. 2 and 4, with push | replace | pop actions already exponentiated 
   out  = E[·→t−1] · [replace | pop]              (replace term, and X[k] = E[k→t−1]·pop)
   pop  = Σ_k E[i→k] X[k]                          (rows t−D..t−3: `Band.pop_block` · X)
   C    = [rep + pop, rep, push],  s = max C,  E[·→t] = C / s
-  α    = Σ_i e^{v[i]−w} E[i→t],  bottom = Σ_k e^{v[k]−w} [X[k]_{y=⊥}, bottom], v[t] = log α + w
-where w is the largest of v[t−1−D..t−1]. s and w are constants for autograd (the result does not
-depend on them), so the hand-written gradient is that of the plain recurrence. The backward pass
+  α    = Σ_i e^{v[i]−w} E[i→t],  v[t] = log α + w                (tops y ≠ ⊥)
+  α⊥   = Σ_k e^{v[k]_⊥−w⊥} [X[k]_{y=⊥}, bottom] / s,  v[t]_⊥ = log α⊥ + w⊥   (the bottom level)
+where w is the largest of v[t−1−D..t−1] and w⊥ the largest of their ⊥ entries (the bottom
+level can lie far below the rest, further than the dtype's range). s, w and w⊥ are constants
+for autograd (the result does not depend on them), so the hand-written gradient is that of the
+plain recurrence. The backward pass
 keeps the gradient of the pop operands in two band segments that take turns and the gradient
 of the other uses of a column in the loop, and reads each column back from its segment.
 
@@ -171,7 +174,7 @@ class WindowedChart(torch.autograd.Function):
         Vbuf = push.new_full((T + 1 + D, B, Q, G), float("-inf"))
         Vbuf[D] = v0
         Abuf = v0.new_zeros((T + 1, B, Q, G))                   # α-sums before the log
-        S, Wm = v0.new_ones((T, B)), v0.new_zeros((T, B))       # scales s, shifts w
+        S, Wm = v0.new_ones((T, B)), v0.new_zeros((T, 2, B))    # scales s, shifts w and w⊥
         prev = push.new_zeros((B, D * QG, QG))                   # E[·→0]: no rows
         pushes, rps, bottoms = push.unbind(0), rp.unbind(0), bottom_noop(d).unbind(0)
         M = None
@@ -198,16 +201,19 @@ class WindowedChart(torch.autograd.Function):
                 C /= s.view(B, 1, 1, 1, 1, 1)                    # E[·→t], Eq. 2
                 band.column(M, u).copy_(C)
                 Vr = Vbuf[t - 1:t + D]                           # v[t−1−D..t−1]
-                w = torch.amax(Vr, dim=(0, 2, 3), out=Wm[t - 1]).nan_to_num_(neginf=0.0)
+                w = torch.amax(Vr, dim=(0, 2, 3), out=Wm[t - 1, 0]).nan_to_num_(neginf=0.0)
+                w0 = torch.amax(Vr[..., 0], dim=(0, 2), out=Wm[t - 1, 1]).nan_to_num_(neginf=0.0)
                 ev = torch.exp(Vr - w.view(1, B, 1, 1))
+                ev0 = torch.exp(Vr[..., 0] - w0.view(1, B, 1))     # the ⊥ level's own shift
                 prev = C.view(B, D * QG, QG)
                 a = Abuf[t]                                      # Eq. 4
                 torch.bmm(ev[1:].permute(1, 0, 2, 3).reshape(B, 1, D * QG), prev,
                           out=a.view(B, 1, QG))
-                a[:, :, 0] = torch.bmm(ev[..., 0].transpose(0, 1).reshape(B, 1, (D + 1) * Q),
+                a[:, :, 0] = torch.bmm(ev0.transpose(0, 1).reshape(B, 1, (D + 1) * Q),
                                        _levels(out, bottoms[t - 1])).view(B, Q) / s.view(B, 1)
-                torch.log(a, out=Vbuf[t + D])
-                Vbuf[t + D] += w.view(B, 1, 1)
+                v = torch.log(a, out=Vbuf[t + D])
+                v[:, :, 1:] += w.view(B, 1, 1)
+                v[:, :, 0] += w0.view(B, 1)
         if keep:
             ctx.save_for_backward(d, rp, Vbuf, Abuf, S, Wm, *segments)
         ctx.band, ctx.T = band, T
@@ -237,23 +243,24 @@ class WindowedChart(torch.autograd.Function):
                 M, gM = segments[j], turns[j % 2]
                 if E is None:
                     E = band.column(M, u).reshape(B, D * QG, QG)
-                s, w = S[t - 1].view(B, 1), Wm[t - 1].view(1, B, 1, 1)
+                s, w, w0 = S[t - 1].view(B, 1), Wm[t - 1, 0].view(1, B, 1, 1), Wm[t - 1, 1]
                 a = Abuf[t]
                 ga = torch.where(a > 0, gVb[t + D] / a, 0.0)                     # d log α
                 gab = ga[:, :, 0] / s                                            # bottom level
                 ga[:, :, 0] = 0
                 ev = torch.exp(Vbuf[t - 1:t + D] - w)
+                ev0 = torch.exp(Vbuf[t - 1:t + D, :, :, 0] - w0.view(1, B, 1))
                 prev = band.column(M, u - 1).reshape(B, D * QG, QG)
                 out = torch.bmm(prev, rps[t - 1]).view(B, D, Q, G, QG + Q)
                 # Eq. 4: gradients to the v's (through ev), to E[·→t] and to the levels
                 gvr = torch.bmm(E, ga.view(B, QG, 1)).view(B, D, Q, G).transpose(0, 1)
                 gv0 = torch.bmm(_levels(out, bottoms[t - 1]), gab.view(B, Q, 1))
                 gVb[t:t + D] += gvr * ev[1:]
-                gVb[t - 1:t + D, :, :, 0] += gv0.view(B, D + 1, Q).transpose(0, 1) * ev[..., 0]
+                gVb[t - 1:t + D, :, :, 0] += gv0.view(B, D + 1, Q).transpose(0, 1) * ev0
                 gE = torch.baddbmm(g_next, ev[1:].permute(1, 0, 2, 3).reshape(B, D * QG, 1),
                                    ga.view(B, 1, QG))
                 gE += band.column(gM, u).reshape(B, D * QG, QG)
-                gY = torch.bmm(ev[..., 0].transpose(0, 1).reshape(B, (D + 1) * Q, 1),
+                gY = torch.bmm(ev0.transpose(0, 1).reshape(B, (D + 1) * Q, 1),
                                gab.view(B, 1, Q)).view(B, D + 1, Q, Q)
                 # E = C / s with C = [rep + pop, rep, push]
                 gC = (gE / s.view(B, 1, 1)).view(B, D, Q, G, Q, G)
