@@ -156,10 +156,9 @@ class WindowedChart(torch.autograd.Function):
     """(d (T, B, Q, G, Q, 2G+1), v0 (B, Q, G), D, keep) → (V (T+1, B, Q, G), log s (T, B)): the
     windowed recurrence of the module docstring on the shifted, exponentiated actions d
     (time-major, Op axis [push | replace | pop], invalid operations 0). Only V carries a
-    gradient. The chart is kept in band
-    segments of S = `segment_steps`(D) steps: all of them when ``keep`` (for the backward
-    pass), otherwise two that take turns, so that a forward pass without gradients holds
-    O(S + D) columns whatever T."""
+    gradient. The chart is kept in band segments of S = `segment_steps`(D) steps: all of them
+    when ``keep`` (for the backward pass), otherwise two that take turns, so that a forward
+    pass without gradients holds O(S + D) columns whatever T."""
 
     @staticmethod
     def forward(ctx, d, v0, D, keep):
