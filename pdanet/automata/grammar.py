@@ -668,10 +668,6 @@ class LengthTable:
             return self._one if n == 1 else self._zero
         return self._w[x][n]
 
-    def seq(self, r: int, i: int, n: int):
-        """Weight of body[i:] of rule r deriving strings of length n."""
-        return self._s[r, i][n]
-
     def total(self, n: int, symbol: Hashable | None = None):
         """w(start, n) (or w(symbol, n))."""
         self._check_n(n)

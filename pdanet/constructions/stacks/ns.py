@@ -65,7 +65,7 @@ from pdanet.errors import InputError
 class NSResult:
     """``log_alpha`` (B, T+1, Q, G); ``reading`` (B, T+1, Q, G) in RNS mode or (B, T+1, G) in NS
     mode; ``log_norm`` (B, T+1): log Σ α (−inf where no run survives); ``stored`` the number of
-    γ entries of the chart (the tensor F, or the windowed band buffer) plus the α entries."""
+    γ entries of the chart (the tensor F, or the windowed band segments) plus the α entries."""
 
     log_alpha: torch.Tensor
     reading: torch.Tensor
@@ -123,9 +123,9 @@ class _Tape:
             self.gF, self.gV = torch.zeros_like(self.F), torch.zeros_like(self.V)
         return self.gF, self.gV
 
-    def column(self, buf: torch.Tensor, t: int, lo: int) -> torch.Tensor:
-        """Column t, rows lo..t−1, as a (B, G, I, Q, G, Q) view [b, y, i, q, x, r]."""
-        return buf[:, :, lo:t, :, :, t]
+    def column(self, buf: torch.Tensor, t: int) -> torch.Tensor:
+        """Column t, rows 0..t−1, as a (B, G, t, Q, G, Q) view [b, y, i, q, x, r]."""
+        return buf[:, :, :t, :, :, t]
 
     def block(self, buf: torch.Tensor, lo: int, rows: int, a: int, b: int) -> torch.Tensor:
         """Rows lo..lo+rows−1, columns a..b−1, as a (B·G, rows·Q·G, (b−a)·Q) view."""
@@ -134,18 +134,18 @@ class _Tape:
         s = blk.stride()
         return blk.as_strided((B * G, rows * Q * G, (b - a) * Q), (s[1], s[4], 1))
 
-    def pop(self, t: int, lo: int, X: torch.Tensor) -> torch.Tensor:
-        """Pop term for rows lo..t−3 from X (B, K, U, Y, R) on k = lo+1..t−2, as (B·G, K·Q·G, Q)."""
+    def pop(self, t: int, X: torch.Tensor) -> torch.Tensor:
+        """Pop term for rows 0..t−3 from X (B, K, U, Y, R) on k = 1..t−2, as (B·G, K·Q·G, Q)."""
         B, K, Q, G = X.shape[:4]
         Xs = X.permute(0, 3, 1, 2, 4).reshape(B * G, K * Q, Q)
-        return _Pop.apply(Xs, self.tokens[t - 2], self, lo, K, lo + 1, t - 1)
+        return _Pop.apply(Xs, self.tokens[t - 2], self, 0, K, 1, t - 1)
 
-    def read(self, t: int, lo: int) -> torch.Tensor:
-        """v[lo..t−1] as (B, t−lo, Q, G)."""
-        return _Read.apply(self.tokens[t - 1], self, lo, t).permute(1, 0, 2, 3)
+    def read(self, t: int) -> torch.Tensor:
+        """v[0..t−1] as (B, t, Q, G)."""
+        return _Read.apply(self.tokens[t - 1], self, 0, t).permute(1, 0, 2, 3)
 
-    def write(self, t: int, lo: int, E: torch.Tensor, v: torch.Tensor) -> None:
-        self.tokens.append(_Write.apply(E, v, self.tokens[t - 1], self, t, lo))
+    def write(self, t: int, E: torch.Tensor, v: torch.Tensor) -> None:
+        self.tokens.append(_Write.apply(E, v, self.tokens[t - 1], self, t))
         self.vs.append(v)
 
 
@@ -154,22 +154,22 @@ class _Write(torch.autograd.Function):
     backward hands back the gradients that later readers accumulated for them."""
 
     @staticmethod
-    def forward(ctx, E, v, token, tape, t, lo):
-        tape.column(tape.F, t, lo).copy_(E.permute(0, 5, 1, 2, 3, 4))
+    def forward(ctx, E, v, token, tape, t):
+        tape.column(tape.F, t).copy_(E.permute(0, 5, 1, 2, 3, 4))
         tape.V[t].copy_(v)
-        ctx.tape, ctx.t, ctx.lo = tape, t, lo
+        ctx.tape, ctx.t = tape, t
         return token.new_zeros(())
 
     @staticmethod
     def backward(ctx, _):
-        tape, t, lo = ctx.tape, ctx.t, ctx.lo
+        tape, t = ctx.tape, ctx.t
         gF, gV = tape.grads()
-        col = tape.column(gF, t, lo)
+        col = tape.column(gF, t)
         gE = col.permute(0, 2, 3, 4, 5, 1).clone()
         gv = gV[t].clone()
         col.zero_()                        # read once: a second backward starts from zero
         gV[t].zero_()
-        return gE, gv, gE.new_zeros(()), None, None, None
+        return gE, gv, gE.new_zeros(()), None, None
 
 
 def _pieces(rows: int) -> list[tuple[int, int]]:
@@ -242,7 +242,7 @@ def _unlimited(push, rp, bottom, v0) -> tuple[torch.Tensor, torch.Tensor, int]:
             X = out[..., QG:]                                            # (B, K, U, Y, R)
             rows = t - 2                                                 # pop rows 0..t−3
             if rows > 0:
-                popt = chart.pop(t, 0, X[:, 1:])                         # k = 1..t−2
+                popt = chart.pop(t, X[:, 1:])                            # k = 1..t−2
                 popt = popt.view(B, G, rows, Q, G, Q).permute(0, 2, 3, 4, 5, 1)
                 C = torch.cat([rep[:, :rows] + popt, rep[:, rows:], push[t - 1][:, None]], 1)
             else:
@@ -256,16 +256,21 @@ def _unlimited(push, rp, bottom, v0) -> tuple[torch.Tensor, torch.Tensor, int]:
             s = torch.where(s > 0, s, 1.0)
             logs.append(torch.log(s))
         E = C / s.view(B, 1, 1, 1, 1, 1)
-        # Eq. 4: v[t] = log Σ_i e^{v[i]} E[i→t]; bottom: Σ_{k,u} e^{v[k]} X[k][u,⊥→r] / s
-        Vr = chart.read(t, 0)                                            # (B, t, Q, G)
+        # Eq. 4: v[t] = log Σ_i e^{v[i]} E[i→t]; bottom: Σ_{k,u} e^{v[k]} X[k][u,⊥→r] / s, with
+        # its own shift (the bottom level can lie further below the rest than the dtype's range)
+        Vr = chart.read(t)                                               # (B, t, Q, G)
         with torch.no_grad():
             wm = Vr.amax(dim=(1, 2, 3)).nan_to_num(neginf=0.0)
+            wm0 = Vr[..., 0].amax(dim=(1, 2)).nan_to_num(neginf=0.0)
+            shift = wm[:, None, None].repeat(1, Q, G)                    # w, and w⊥ for ⊥
+            shift[:, :, 0] = wm0[:, None]
         ev = torch.exp(Vr - wm[:, None, None, None])
+        ev0 = torch.exp(Vr[..., 0] - wm0[:, None, None])
         acc = torch.bmm(ev.reshape(B, 1, -1), E.view(B, -1, QG)).view(B, Q, G)
-        accb = torch.bmm(ev[..., 0].reshape(B, 1, -1), Y.reshape(B, -1, Q)).view(B, Q, 1)
+        accb = torch.bmm(ev0.reshape(B, 1, -1), Y.reshape(B, -1, Q)).view(B, Q, 1)
         acc = torch.cat([accb / s.view(B, 1, 1), acc[:, :, 1:]], dim=2)
-        v = _safe_log(acc) + wm.view(B, 1, 1)
-        chart.write(t, 0, E, v)
+        v = _safe_log(acc) + shift
+        chart.write(t, E, v)
         prev = E
     logs_t = torch.stack(logs) if logs else v0.new_zeros(0, B)
     return torch.stack(chart.vs), logs_t, chart.stored
@@ -343,9 +348,9 @@ class NondeterministicStack(nn.Module):
         d = (lact - m[:, :, None, None, None, None]).exp_()
         v0 = d.new_full((B, Q, G), float("-inf"))
         v0[:, self.start, 0] = 0.0
-        if D is None:     # per step (unbind: its backward is one stack, not a zero-filled
-            Vt, logs, stored = _unlimited(d[..., :G].unbind(0),          # tensor per step)
-                                          replace_pop(d).unbind(0), bottom_noop(d).unbind(0), v0)
+        if D is None:     # per-step views (the backward of unbind is one stack per tensor)
+            Vt, logs, stored = _unlimited(d[..., :G].unbind(0), replace_pop(d).unbind(0),
+                                          bottom_noop(d).unbind(0), v0)
         else:
             Vt, logs = windowed_chart(d, v0, D)
             stored = chart_entries(B, Q, G, D, T, Vt.requires_grad)

@@ -110,7 +110,12 @@ class Band:
 
     @property
     def length(self) -> int:
-        return (self.S + self.D) * self.block + 2 * self.Q
+        """Elements of a segment: blocks −D..S−1 (a block's last entry is QG·row − 1 < β)."""
+        return (self.S + self.D) * self.block
+
+    def new(self, like: torch.Tensor) -> torch.Tensor:
+        """A segment of zeros with ``like``'s dtype and device."""
+        return torch.zeros(self.length, dtype=like.dtype, device=like.device)
 
     def _offset(self, i: int, k: int) -> int:
         return (i + self.D) * self.block + (k - i - min(1, 4 - self.D)) * self.Q
@@ -168,13 +173,12 @@ class WindowedChart(torch.autograd.Function):
         rp = replace_pop(d)
         band = Band(B, Q, G, D, min(T, segment_steps(D)))
         segments: list[torch.Tensor] = []
-        segment = lambda: torch.zeros(band.length, dtype=d.dtype, device=d.device)  # noqa: E731
-        turns = [segment() for _ in range(0 if keep or not T else 2)]
-        Vbuf = push.new_full((T + 1 + D, B, Q, G), float("-inf"))
+        turns = [band.new(d) for _ in range(0 if keep or not T else 2)]
+        Vbuf = d.new_full((T + 1 + D, B, Q, G), float("-inf"))
         Vbuf[D] = v0
         Abuf = v0.new_zeros((T + 1, B, Q, G))                   # α-sums before the log
         S, Wm = v0.new_ones((T, B)), v0.new_zeros((T, 2, B))    # scales s, shifts w and w⊥
-        prev = push.new_zeros((B, D * QG, QG))                   # E[·→0]: no rows
+        prev = d.new_zeros((B, D * QG, QG))                      # E[·→0]: no rows
         pushes, rps, bottoms = push.unbind(0), rp.unbind(0), bottom_noop(d).unbind(0)
         M = None
         with flush_denormals():
@@ -182,7 +186,7 @@ class WindowedChart(torch.autograd.Function):
                 u = (t - 1) % band.S + 1                         # step within its segment
                 if u == 1:
                     j = (t - 1) // band.S
-                    new = segment() if keep else turns[j % 2]
+                    new = band.new(d) if keep else turns[j % 2]
                     if j >= 2 and not keep:
                         new.zero_()
                     if M is not None:
@@ -227,21 +231,19 @@ class WindowedChart(torch.autograd.Function):
         band, T = ctx.band, ctx.T
         B, Q, G, D = band.B, band.Q, band.G, band.D
         QG, n = Q * G, D - 2
-        turns = [torch.zeros(band.length, dtype=d.dtype, device=d.device)   # pop gradients
-                 for _ in range(2 if T else 0)]
+        turns = [band.new(d) for _ in range(2 if T else 0)]       # pop gradients
         gVb = torch.zeros_like(Vbuf)
         gVb[D:] = gV
         gd, g_rp = torch.zeros_like(d), torch.empty_like(rp)
         g_push, g_bottom = gd[..., :G], bottom_noop(gd)
         rps, bottoms = rp.unbind(0), bottom_noop(d).unbind(0)
         g_next = d.new_zeros((B, D * QG, QG))                 # from step t+1's replace/pop
-        E = None                                                 # E[·→t] (natural order)
+        if T:                                                    # E[·→T] (natural order)
+            E = band.column(segments[-1], (T - 1) % band.S + 1).reshape(B, D * QG, QG)
         with flush_denormals():
             for t in range(T, 0, -1):
                 j, u = (t - 1) // band.S, (t - 1) % band.S + 1
                 M, gM = segments[j], turns[j % 2]
-                if E is None:
-                    E = band.column(M, u).reshape(B, D * QG, QG)
                 s, w, w0 = S[t - 1].view(B, 1), Wm[t - 1, 0].view(1, B, 1, 1), Wm[t - 1, 1]
                 a = Abuf[t]
                 ga = torch.where(a > 0, gVb[t + D] / a, 0.0)                     # d log α
