@@ -8,7 +8,7 @@ network and automaton agree.
     pn.certify(m, net)
 """
 
-from pdanet import errors
+from pdanet import errors, limits
 from pdanet.automata import (
     BOTTOM,
     CFG,
@@ -38,7 +38,7 @@ from pdanet.verify.lockstep import verify
 __version__ = "0.1.0"
 
 __all__ = [
-    "errors", "Alphabet", "EPSILON", "BOTTOM", "DFA", "NFA", "DPDA", "PDA", "DPDT", "BoundedPDA",
+    "errors", "limits", "Alphabet", "EPSILON", "BOTTOM", "DFA", "NFA", "DPDA", "PDA", "DPDT", "BoundedPDA",
     "DyckKM", "CFG", "PCFG", "WeightedPDA", "WeightedPDT", "tasks", "regex_to_dfa", "load", "draw", "render", "to_networkx",
     "CompiledNetwork", "compile", "load_network", "save_network", "initialize", "verify", "certify", "Certificate", "bounds", "__version__",
 ]

@@ -54,6 +54,14 @@ class CertificationError(PdanetError):
     """Certification could not be attempted for this machine and network."""
 
 
+class ResourceError(PdanetError):
+    """A request would exceed a resource limit (memory, units, configurations, time).
+
+    Raised *before* allocating, from an estimate; the message gives the estimate, the limit and
+    how to raise it (``pdanet.limits.raised(...)`` or the ``PDANET_MAX_*`` environment variables).
+    """
+
+
 __all__ = [
     "PdanetError",
     "AutomatonError",
@@ -66,4 +74,5 @@ __all__ = [
     "UnboundedStackError",
     "VerificationError",
     "CertificationError",
+    "ResourceError",
 ]
