@@ -90,8 +90,8 @@ def task(name: str) -> Task:
         raise InputError(f"no task named {name!r}; known tasks: {', '.join(names())}") from None
 
 
-def get(name: str, **params) -> Machine | None:
-    """The machine of task `name` built with `params`."""
+def get(name: str, **params) -> Machine:
+    """The machine of task `name` built with `params` (every task has a machine by default)."""
     return task(name).machine_factory(**params)
 
 
@@ -1026,8 +1026,11 @@ def sequence_copy_machine(vocab_size: int = 128, max_length: int | None = None,
     """Grefenstette et al. (2015) §4.1 "Sequence Copying", in delayed-output form:
     w #^|w| -> #^|w| w. Copying needs a queue, which no pushdown machine has: with ``store``
     ("queue" or "deque") the machine is the store transducer `pdanet.automata.store.sequence_copy`;
-    otherwise it is None unless `max_length` bounds |w|: then a Mealy DFA whose states hold the
-    queue (Σ_{i ≤ max_length} |V|^i states — small vocabularies only)."""
+    with `max_length` (and no ``store``) it is a Mealy DFA whose states hold the bounded queue
+    (Σ_{i ≤ max_length} |V|^i states — small vocabularies only). With neither, the queue
+    transducer (``store="queue"``), so ``get("sequence_copy")`` is always a machine."""
+    if store is None and max_length is None:
+        store = "queue"
     if store is not None:
         from pdanet.automata import store as _store
 
@@ -1088,8 +1091,8 @@ def _delayed_sampler(n, lengths, rng=None, vocab_size: int = 128, max_length: in
 
 _register(Task("sequence_copy", sequence_copy_machine, _delayed_sampler, sequence_copy_reference,
                "Grefenstette et al. (2015), §4.1",
-               "w #^|w| -> #^|w| w. Needs a queue: store='queue'/'deque' gives the store "
-               "transducer; else None unless max_length is given (then a bounded Mealy DFA).",
+               "w #^|w| -> #^|w| w. Needs a queue: the store transducer (store='queue', the "
+               "default, or 'deque'); with max_length, a bounded Mealy DFA instead.",
                "transduce"))
 
 
