@@ -155,6 +155,85 @@ def read_weights(path: str | os.PathLike) -> tuple[dict[str, torch.Tensor], dict
     return tensors, meta
 
 
+def _field_text(meta: Mapping[str, str], name: str, where: str) -> str:
+    """A metadata field's text (WeightsFileError naming the field when it is not a string)."""
+    value = meta[name]
+    if not isinstance(value, str):
+        raise WeightsFileError(f"{where}: metadata field {name!r} must be text, got "
+                               f"{type(value).__name__}")
+    return value
+
+
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= 60 else repr(text[:40] + "…") + f" ({len(text):,} characters)"
+
+
+def _dtype(meta: Mapping[str, str], where: str) -> torch.dtype:
+    """The metadata ``dtype``: a floating dtype name (float32, float64, float16, bfloat16)."""
+    from pdanet.constructions.base import DTYPES
+
+    text = _field_text(meta, "dtype", where)
+    if text not in DTYPES:
+        raise WeightsFileError(f"{where}: metadata field 'dtype' is {_shown(text)}; a pdanet "
+                               f"network has a floating dtype: one of {', '.join(DTYPES)}")
+    return DTYPES[text]
+
+
+def _scale(meta: Mapping[str, str], where: str) -> sp.Rational:
+    """The metadata ``scale`` β: an exact rational, finite and > 0 (e.g. '77' or '153/2')."""
+    text = _field_text(meta, "scale", where)
+    if len(text) > 200:
+        raise WeightsFileError(f"{where}: metadata field 'scale' is {_shown(text)}, too long for "
+                               "a saturation scale")
+    try:
+        beta = sp.Rational(text)
+    except (TypeError, ValueError, sp.SympifyError):
+        raise WeightsFileError(f"{where}: metadata field 'scale' is {_shown(text)}, not an "
+                               "exact rational such as '77' or '153/2'") from None
+    if not (beta.is_finite and beta > 0):
+        raise WeightsFileError(f"{where}: metadata field 'scale' is {_shown(text)}; the scale "
+                               "must be finite and > 0")
+    return beta
+
+
+def _int_fields(meta: Mapping[str, str], name: str, where: str) -> dict[str, int] | None:
+    """The metadata field `name` (``params``): a JSON object of integers, or None if absent."""
+    if name not in meta:
+        return None
+    text = _field_text(meta, name, where)
+    try:
+        value = json.loads(text)
+    except (json.JSONDecodeError, RecursionError, ValueError):
+        raise WeightsFileError(f"{where}: metadata field {name!r} is {_shown(text)}, not a JSON "
+                               "object of integers") from None
+    if not isinstance(value, dict) or any(isinstance(v, bool) or not isinstance(v, int)
+                                          for v in value.values()):
+        raise WeightsFileError(f"{where}: metadata field {name!r} is {_shown(text)}, not a JSON "
+                               "object of integers")
+    return value
+
+
+def _check_claims(meta: Mapping[str, str], machine: Any, where: str) -> None:
+    """Before compiling: the integer fields ``hidden_units`` and ``steps_per_symbol`` are
+    integers, and every parameter in ``params`` that the machine has as an integer attribute
+    (``k``, ``m`` of Dyck-(k, m)) agrees with it, so that a machine described bigger than the
+    saved network is refused without being built."""
+    for name in ("hidden_units", "steps_per_symbol"):
+        if name in meta:
+            text = _field_text(meta, name, where)
+            if not (text.isascii() and text.isdigit() and len(text) <= 18):
+                raise WeightsFileError(f"{where}: metadata field {name!r} is {_shown(text)}, not a "
+                                       "non-negative integer")
+    params = _int_fields(meta, "params", where) or {}
+    for key, saved in params.items():
+        have = getattr(machine, key, None)
+        if isinstance(have, int) and not isinstance(have, bool) and have != saved:
+            source = "'task_params'" if "task" in meta else "'machine_spec'"
+            raise WeightsFileError(
+                f"{where}: metadata field {source} describes a machine with {key} = {have}, but "
+                f"field 'params' says the saved network has parameters {key} = {saved}")
+
+
 def _machine(meta: Mapping[str, str], where: str) -> Any:
     from pdanet.automata import tasks
     from pdanet.automata.io import loads
@@ -162,15 +241,21 @@ def _machine(meta: Mapping[str, str], where: str) -> Any:
     if "task" in meta:
         try:
             params = json.loads(meta.get("task_params", "{}"))
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, RecursionError, TypeError, ValueError) as exc:
             raise WeightsFileError(f"{where}: metadata field 'task_params' is not JSON: {exc}") \
                 from None
+        if not isinstance(params, dict):
+            raise WeightsFileError(f"{where}: metadata field 'task_params' must be a JSON object "
+                                   f"of parameters, got {type(params).__name__}")
         if meta["task"] not in tasks.names():
             raise WeightsFileError(f"{where}: metadata names the unknown task {meta['task']!r}")
         try:
             machine = tasks.get(meta["task"], **params)
         except TypeError as exc:
             raise WeightsFileError(f"{where}: bad task_params {params}: {exc}") from None
+        except PdanetError as exc:
+            raise WeightsFileError(f"{where}: metadata field 'task_params' is bad: {exc}") \
+                from None
         if machine is None:
             raise WeightsFileError(f"{where}: task {meta['task']!r} has no machine for {params}")
         return machine
@@ -189,17 +274,12 @@ def load_network(path: str | os.PathLike) -> Any:
 
     where = repr(str(path))
     tensors, meta = read_weights(path)
-    dtype = getattr(torch, meta["dtype"], None)
-    if not isinstance(dtype, torch.dtype):
-        raise WeightsFileError(f"{where}: metadata field 'dtype' is {meta['dtype']!r}, not a "
-                               "torch dtype")
-    try:
-        beta = sp.Rational(meta["scale"])
-    except (TypeError, ValueError, sp.SympifyError):
-        raise WeightsFileError(f"{where}: metadata field 'scale' is {meta['scale']!r}, not an "
-                               "exact rational such as '77' or '153/2'") from None
+    dtype = _dtype(meta, where)
+    beta = _scale(meta, where)
+    target, method = _field_text(meta, "target", where), _field_text(meta, "method", where)
     machine = _machine(meta, where)
-    net = compile_machine(machine, target=meta["target"], method=meta["method"], dtype=dtype)
+    _check_claims(meta, machine, where)
+    net = compile_machine(machine, target=target, method=method, dtype=dtype)
     net = net.with_scale(beta, dtype)
     saved_params = meta.get("params")
     if saved_params is not None and saved_params != metadata_params(net):
@@ -210,6 +290,10 @@ def load_network(path: str | os.PathLike) -> Any:
         raise WeightsFileError(
             f"{where}: the file was saved from a network of {meta['hidden_units']} hidden units, "
             f"but {net.construction} now builds {net.hidden_units} for {machine!r}")
+    if "steps_per_symbol" in meta and str(net.steps_per_symbol) != meta["steps_per_symbol"]:
+        raise WeightsFileError(
+            f"{where}: metadata field 'steps_per_symbol' is {meta['steps_per_symbol']}, but "
+            f"{net.construction} takes {net.steps_per_symbol} network steps per symbol")
     expected = net.module.state_dict()
     if set(tensors) != set(expected):
         raise WeightsFileError(

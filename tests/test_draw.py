@@ -240,8 +240,7 @@ def test_named_tasks_draw():
         factory = tasks.task(name).machine_factory
         params = {"vocab_size": 4} if "vocab_size" in inspect.signature(factory).parameters else {}
         m = tasks.get(name, **params)
-        if m is None:
-            continue
+        assert m is not None, name
         graph = state_graph(m)
         nodes, edges = parse(draw(m))
         assert len(nodes) == len(graph.states) + 1, name  # + the invisible start node
@@ -253,3 +252,11 @@ def test_named_tasks_draw():
         trans = m.transitions
         count = sum(len(v) if isinstance(v, (set, frozenset)) else 1 for v in trans.values())
         assert to_networkx(m).number_of_edges() == count, name
+
+
+def test_store_transducer_draw():
+    from pdanet.automata import tasks
+
+    m = tasks.get("sequence_copy", vocab_size=2)
+    src = draw(m).source
+    assert "s0 : #, ⊥ → push s0" in src and "# : s0, s0 → pop" in src

@@ -237,8 +237,12 @@ def test_agreement_paper_grammar_and_machine():
         assert ref(g.sample(rng, 1, 25)) and ref(g.sample_depth(rng, 8))
 
 
-def test_sequence_copy_needs_a_bound():
-    assert T.get("sequence_copy") is None
+def test_sequence_copy_is_a_queue_transducer_unless_bounded():
+    from pdanet.automata.store import StoreTransducer
+
+    default = T.get("sequence_copy", vocab_size=2)
+    assert isinstance(default, StoreTransducer) and default.store == "queue"
+    assert default.outputs(("s0", "s1", "#", "#"))[-2:] == ["s0", "s1"]
     assert "queue" in T.task("sequence_copy").description
     m = T.get("sequence_copy", vocab_size=2, max_length=2)
     assert isinstance(m, DFA)

@@ -1,9 +1,10 @@
 """Ordered alphabets, strings over them, and their codes.
 
 A *symbol* is any hashable value other than the two distinguished symbols `EPSILON` (the empty
-string, used on transitions) and `BOTTOM` (the bottom-of-stack marker). A *string* is a Python
-``str`` (one symbol per character when every symbol is one character, otherwise whitespace
-separated) or any sequence of symbols.
+string, used on transitions) and `BOTTOM` (the bottom-of-stack marker), ``None``, and the strings
+``"ε"``, ``"⊥"`` (their spellings in machine files), ``""`` and strings with surrounding
+whitespace. A *string* is a Python ``str`` (one symbol per character when every symbol is one
+character, otherwise whitespace separated) or any sequence of symbols (a list or tuple).
 """
 
 from __future__ import annotations
@@ -51,18 +52,38 @@ def is_special(symbol: Any) -> bool:
 
 @dataclass(frozen=True)
 class Alphabet:
-    """An ordered, duplicate-free tuple of symbols with index maps and codes."""
+    """An ordered, duplicate-free tuple of symbols with index maps and codes.
+
+    Refused at construction (InputError naming the symbol): `EPSILON`, `BOTTOM`, ``None``, the
+    reserved strings ``"ε"`` and ``"⊥"``, ``""``, strings with surrounding whitespace, booleans
+    (``True == 1`` would merge with the integer symbol 1), unhashable values and duplicates.
+
+    Reading a ``str`` as a string (`split`): when every symbol is one character, each character
+    is a symbol. Otherwise the text is split at whitespace and each piece must be a symbol; a
+    piece that is a symbol *and* a concatenation of two or more symbols (alphabet ``a, b, ab``:
+    the text ``"ab"``) is ambiguous and refused with an InputError saying to pass a list of
+    symbols (``["ab"]`` or ``["a", "b"]``). Lists and tuples of symbols are never ambiguous.
+    """
 
     symbols: tuple
     _index: dict = field(init=False, repr=False, compare=False, hash=False)
 
     def __init__(self, symbols: Iterable[Hashable]):
+        if symbols is None or not isinstance(symbols, Iterable):
+            raise InputError(f"an alphabet is a str or an iterable of symbols, got "
+                             f"{type(symbols).__name__}")
         syms = tuple(symbols)
         object.__setattr__(self, "symbols", syms)
         index: dict = {}
         for i, s in enumerate(syms):
             if is_special(s):
                 raise InputError(f"{s!r} is a distinguished symbol and cannot be in an alphabet")
+            if s is None:
+                raise InputError(f"alphabet symbol at position {i} is None; None cannot be a symbol (ε is "
+                                 "written EPSILON on transitions, never in an alphabet)")
+            if isinstance(s, (bool, np.bool_)):
+                raise InputError(f"alphabet symbol {s!r} is a boolean; use a string or an "
+                                 "integer (True would be the same symbol as 1)")
             try:
                 hash(s)
             except TypeError as exc:
@@ -71,6 +92,10 @@ class Alphabet:
                 raise InputError(f"alphabet symbol {s!r} occurs twice")
             if isinstance(s, str) and (s == "" or s.strip() != s):
                 raise InputError(f"alphabet symbol {s!r} is empty or has surrounding whitespace")
+            if isinstance(s, str) and s in _SPECIALS:
+                raise InputError(f"alphabet symbol {s!r} is reserved (it is how machine files "
+                                 f"write {'ε' if s == 'ε' else 'the bottom of the stack'}); "
+                                 "rename it")
             index[s] = i
         object.__setattr__(self, "_index", index)
 
@@ -121,16 +146,52 @@ class Alphabet:
     def single_char(self) -> bool:
         return all(isinstance(s, str) and len(s) == 1 for s in self.symbols)
 
+    @cached_property
+    def _compound(self) -> dict:
+        """Cache of `is_compound` answers, filled as pieces of text are read."""
+        return {}
+
+    def is_compound(self, word: str) -> bool:
+        """True when the str `word` is a concatenation of two or more str symbols (word-break,
+        O(len(word)²) look-ups, cached per word)."""
+        cache = self._compound
+        if word not in cache:
+            n = len(word)
+            # reach[i]: word[:i] is a concatenation of one or more symbols
+            reach = [False] * (n + 1)
+            for i in range(1, n):
+                reach[i] = any((j == 0 or reach[j]) and word[j:i] in self for j in range(i))
+            cache[word] = any(reach[j] and word[j:] in self for j in range(1, n))
+        return cache[word]
+
     def split(self, string: "str | Sequence[Hashable]") -> tuple:
-        """A string as a tuple of symbols (validated)."""
+        """A string as a tuple of symbols (validated; see the class docstring for ``str``)."""
         if isinstance(string, str):
-            syms = tuple(string) if self.single_char else tuple(string.split())
+            if self.single_char:
+                syms = tuple(string)
+            else:
+                syms = tuple(string.split())
+                bad = [w for w in set(syms) if len(w) > 1 and w in self and self.is_compound(w)]
+                if bad:
+                    w = min(bad)
+                    raise InputError(
+                        f"the text {string[:80]!r} is ambiguous: {w!r} is a symbol and also a "
+                        "concatenation of other symbols of the alphabet; pass a list of symbols "
+                        f"instead (e.g. [{w!r}])")
+        elif string is None or isinstance(string, (bytes, bytearray, dict, set, frozenset)) \
+                or not isinstance(string, Iterable):
+            raise InputError(f"a string is a str or a sequence of symbols, got "
+                             f"{type(string).__name__}")
         else:
             syms = tuple(string)
         for pos, s in enumerate(syms):
             if s not in self:
+                hint = ("" if self.single_char or not isinstance(string, str) else
+                        "; symbols of this alphabet are separated by whitespace in a str, or "
+                        "pass a list of symbols")
                 raise InputError(
-                    f"symbol {s!r} at position {pos} of {string!r} is not in the alphabet {self!r}"
+                    f"symbol {s!r} at position {pos} of {string!r} is not in the alphabet "
+                    f"{self!r}{hint}"
                 )
         return syms
 

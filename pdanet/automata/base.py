@@ -145,6 +145,14 @@ class Machine(ABC):
             lengths = (ids >= 0).sum(axis=1)
         lengths = np.asarray(lengths, dtype=np.int64)
         T = ids.shape[1]
+        if lengths.shape != ids.shape[:1]:
+            raise InputError(f"lengths must have shape ({ids.shape[0]},), one per batch row, got "
+                             f"{lengths.shape}")
+        out = (lengths < 0) | (lengths > T)
+        if out.any():
+            b = int(np.argmax(out))
+            raise InputError(f"length {int(lengths[b])} of batch row {b} is outside [0, {T}] "
+                             f"(T = {T} columns of symbol indices)")
         valid = np.arange(T)[None, :] < lengths[:, None]
         bad = valid & ((ids < 0) | (ids >= len(self.alphabet)))
         if bad.any():

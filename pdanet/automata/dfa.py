@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from pdanet import limits
 from pdanet.automata.alphabet import Alphabet
 from pdanet.automata.base import BatchTrace, Machine, StateIndexed, hold_after_length
 from pdanet.errors import AutomatonError, DeterminismError, InputError
@@ -60,6 +61,9 @@ class DFA(StateIndexed, Machine):
         self.name = name
         index = {}
         for i, q in enumerate(self.states):
+            if isinstance(q, (bool, np.bool_)):
+                raise AutomatonError(f"state {q!r} is a boolean; name states with strings or "
+                                     "integers (True would be the same state as 1)")
             if q in index:
                 raise AutomatonError(f"state {q!r} is declared twice")
             index[q] = i
@@ -204,7 +208,9 @@ class DFA(StateIndexed, Machine):
 
     def __repr__(self) -> str:
         kind = "Mealy" if self.outputs_map else "DFA"
-        label = f" {self.name!r}" if self.name else ""
+        name = self.name if not isinstance(self.name, str) or len(self.name) <= 60 else \
+            f"{self.name[:40]}…{self.name[-15:]}"
+        label = f" {name!r}" if self.name else ""
         return f"<{kind}{label}: {len(self.states)} states, {len(self.alphabet)} symbols>"
 
     # --- properties ---------------------------------------------------------------------------
@@ -589,7 +595,12 @@ class DFA(StateIndexed, Machine):
             return found
         frontier = np.array([self._start_index], dtype=np.int64)
         strings: list[tuple] = [()]
+        cap = limits.current().max_configs
         for length in range(int(max_length) + 1):
+            if len(found) + frontier.size > cap:
+                limits.check(f"listing the language of {self!r} up to length {max_length}",
+                             len(found) + frontier.size, "max_configs",
+                             hint="ask for a smaller max_length")
             found.extend(strings[i] for i in np.flatnonzero(self.accepting_mask[frontier]).tolist())
             if length == max_length or frontier.size == 0:
                 break

@@ -7,6 +7,7 @@ double circles; an invisible node points at the start state; edges are labelled
 - Mealy machine: ``a : y`` (read a, emit y),
 - PDA: ``a, X → γ`` (read a, pop X, push γ written top first; ``ε`` for an empty γ),
 - PDT: ``x : y, s → s′`` (Hao et al. 2018, Figure 3),
+- store transducer (stack, queue, deque): ``a : y, X → op`` (op: ``push Y``, ``pop`` …),
 
 with ``ε`` and ``⊥`` shown as such. Transitions between the same two states share one edge whose
 label has one line per transition. A partial DFA's implicit dead state is not drawn.
@@ -22,15 +23,18 @@ from __future__ import annotations
 import shutil
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import graphviz
 import networkx as nx
 
+from pdanet import limits
 from pdanet.automata.alphabet import BOTTOM, EPSILON
 from pdanet.automata.bounded import DyckKM
 from pdanet.automata.io import kind_of
+from pdanet.automata.store import StoreTransducer
 from pdanet.errors import InputError, PdanetError
 
 MAX_DYCK_CONFIGS = 64
@@ -86,13 +90,18 @@ class StateGraph:
     schematic: bool = False
 
     def label_of(self, q: Hashable) -> str:
-        return dict(self.state_labels).get(q, str(q))
+        return self._labels.get(q, str(q)) if self.state_labels else str(q)
+
+    @cached_property
+    def _labels(self) -> dict:
+        return dict(self.state_labels)
 
 
 def _fa_rows(m: Any, kind: str) -> list[Transition]:
     rows = []
+    order = {q: i for i, q in enumerate(m.states)} if kind == "nfa" else {}
     for (q, a), t in m.transitions.items():
-        targets = sorted(t, key=m.states.index) if kind == "nfa" else [t]
+        targets = sorted(t, key=order.__getitem__) if kind == "nfa" else [t]
         for t2 in targets:
             if kind == "mealy":
                 y = m.outputs_map[(q, a)]
@@ -119,6 +128,19 @@ def _pushdown_rows(m: Any, kind: str) -> list[Transition]:
                 label = f"{symbol_text(x)}, {symbol_text(s)} → {string_text(gamma)}"
                 data = (("symbol", x), ("pop", s), ("push", tuple(gamma)))
             rows.append(Transition(q, q2, label, data))
+    return rows
+
+
+def _store_rows(m: StoreTransducer) -> list[Transition]:
+    """``a : y, X → op``: read a, emit y (ε: nothing), with X at the end the state looks at
+    (⊥: empty store); op is ``noop``, ``pop``, ``push Y``, ``replace Y`` (deques: ``push_top Y``,
+    ``pop_bottom`` …), as in `pdanet.automata.store`."""
+    rows = []
+    for (q, a, x), mv in m.transitions.items():
+        op = mv.op if mv.symbol is None else f"{mv.op} {symbol_text(mv.symbol)}"
+        label = f"{symbol_text(a)} : {symbol_text(mv.output)}, {symbol_text(x)} → {op}"
+        rows.append(Transition(q, mv.target, label, (("symbol", a), ("output", mv.output),
+                                                     ("read", x), ("op", op))))
     return rows
 
 
@@ -161,14 +183,26 @@ def _dyck_schematic(m: DyckKM) -> StateGraph:
 
 def state_graph(machine: Any, max_configs: int = MAX_DYCK_CONFIGS) -> StateGraph:
     """The diagram content of a machine (see module docstring); DyckKM beyond `max_configs`
-    configurations gives the depth schematic."""
-    kind = kind_of(machine)
+    configurations gives the depth schematic.
+
+    Guarded by ``pdanet.limits.max_states``: a machine with more states (a Dyck graph with more
+    configurations) raises ResourceError before anything is built.
+    """
+    if isinstance(max_configs, bool) or not isinstance(max_configs, int) or max_configs < 1:
+        raise InputError(f"max_configs={max_configs!r} must be a positive integer")
+    kind = "store" if isinstance(machine, StoreTransducer) else kind_of(machine)
+    hint = ("draw a smaller machine (e.g. its .minimize() or .trim()), or read its "
+            "transition table instead of a diagram")
     if kind == "dyck":
         if machine.num_configs <= max_configs:
+            limits.check(f"drawing {machine!r}", machine.num_configs, "max_states", hint=hint)
             return _dyck_graph(machine)
         return _dyck_schematic(machine)
+    limits.check(f"drawing {machine!r}", len(machine.states), "max_states", hint=hint)
     if kind in ("dfa", "mealy", "nfa"):
         rows = _fa_rows(machine, kind)
+    elif kind == "store":
+        rows = _store_rows(machine)
     else:
         rows = _pushdown_rows(machine, kind)
     title = getattr(machine, "name", None) or ""

@@ -83,10 +83,19 @@ def _rule_pairs(rules: Any) -> list[tuple[Hashable, tuple]]:
     return out
 
 
+def _count(value: Any, name: str, minimum: int = 0) -> int:
+    """An integer argument (not a bool) of at least `minimum`; InputError naming it otherwise."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise InputError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise InputError(f"{name} must be at least {minimum}, got {value!r}")
+    return int(value)
+
+
 def _check_rng(rng: Any) -> np.random.Generator:
     if isinstance(rng, np.random.Generator):
         return rng
-    if rng is None or isinstance(rng, (int, np.integer)):
+    if rng is None or (isinstance(rng, (int, np.integer)) and not isinstance(rng, bool)):
         return np.random.default_rng(rng)
     raise InputError(f"expected a numpy Generator or an integer seed, got {rng!r}")
 
@@ -345,6 +354,7 @@ class CFG:
         its PDA raises SearchBoundError past `max_configs` configurations in one ε-closure."""
         from pdanet.automata.pda import PDA
 
+        max_configs = _count(max_configs, "max_configs", 1)
         stack_alphabet = tuple(self._nonterminals) + tuple(self._terminals)
         trans: dict = {("start", EPSILON, BOTTOM): {("loop", (self._start, BOTTOM))},
                        ("loop", EPSILON, BOTTOM): {("accept", (BOTTOM,))}}
@@ -367,7 +377,7 @@ class CFG:
 
     def count(self, n: int) -> int:
         """The number of derivations of strings of length n from the start symbol."""
-        return self.length_table(n, weighted=False).total(n)
+        return self.length_table(_count(n, "n"), weighted=False).total(n)
 
     def sample_length(self, rng: Any, n: int, weighted: bool | None = None,
                       table: LengthTable | None = None) -> tuple:
@@ -383,6 +393,8 @@ class CFG:
         A draw is abandoned as soon as its length must exceed `max_length`. Raises
         GrammarError after `max_tries` rejected draws."""
         rng = _check_rng(rng)
+        min_length, max_length = _count(min_length, "min_length"), _count(max_length, "max_length")
+        max_tries = _count(max_tries, "max_tries", 1)
         if min_length > max_length:
             raise InputError(f"min_length {min_length} exceeds max_length {max_length}")
         if self.min_yield[self._start] > max_length:
@@ -403,6 +415,7 @@ class CFG:
         the rules that can still finish within the remaining height are allowed, with their
         weights renormalised."""
         rng = _check_rng(rng)
+        max_depth, max_tries = _count(max_depth, "max_depth"), _count(max_tries, "max_tries", 1)
         if self.min_height[self._start] > max_depth:
             raise GrammarError(
                 f"every derivation of {self._start!r} has height at least "
@@ -573,7 +586,8 @@ class LengthTable:
     node, no Python loop over lengths)."""
 
     def __init__(self, grammar: CFG, max_length: int, weighted: bool):
-        if not isinstance(max_length, (int, np.integer)) or max_length < 0:
+        if isinstance(max_length, bool) or not isinstance(max_length, (int, np.integer)) \
+                or max_length < 0:
             raise InputError(f"max_length must be a non-negative integer, got {max_length!r}")
         self.grammar = grammar
         self.max_length = int(max_length)

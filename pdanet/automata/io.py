@@ -9,7 +9,10 @@ alphabet symbols. A pushed string is a JSON list written top first: ``["A", "⊥
 top of ``⊥`` (the orientation of the machines themselves).
 
 Every defect in a file raises `SpecError` whose ``path`` is the JSON path of the bad field, e.g.
-``$.transitions[3].target``.
+``$.transitions[3].target``. Types are strict: ``true`` is not the integer 1 and ``1.0`` is not an
+integer; an integer literal of more than `MAX_INT_DIGITS` digits, a state nested more than
+`MAX_STATE_DEPTH` lists deep, JSON nested deeper than the reader allows, and a field that occurs
+twice in one object are all refused with the path.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import json
 import numbers
 import os
 import xml.etree.ElementTree as ET
+import xml.parsers.expat
 from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any, NoReturn
@@ -35,6 +39,38 @@ EPSILON_TEXT = "ε"
 BOTTOM_TEXT = "⊥"
 _RESERVED = (EPSILON_TEXT, BOTTOM_TEXT)
 _TOP_OPTIONAL = ("name", "description")
+MAX_INT_DIGITS = 100     # longer integer literals are refused (no machine needs them)
+MAX_STATE_DEPTH = 32     # a state is a string, an integer or a list of states, this deep at most
+
+
+class _HugeInt:
+    """An integer literal too long to convert (kept as its text so the error can describe it)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"{self.text[:20]}…({len(self.text):,} characters)"
+
+
+class _Object(dict):
+    """A JSON object, with the keys that occurred more than once in it."""
+
+    duplicates: tuple = ()
+
+
+def _object(pairs: list) -> _Object:
+    obj = _Object(pairs)
+    if len(obj) != len(pairs):
+        seen: set = set()
+        obj.duplicates = tuple(k for k, _ in pairs if k in seen or seen.add(k))
+    return obj
+
+
+def _parse_int(text: str) -> int | _HugeInt:
+    return int(text) if len(text.lstrip("-")) <= MAX_INT_DIGITS else _HugeInt(text)
 
 
 # --------------------------------------------------------------------------------------------
@@ -242,7 +278,12 @@ def dumps(machine: Any) -> str:
 def save(machine: Any, path: str | os.PathLike) -> None:
     """Write `machine` to `path` in the JSON format (creating or replacing the file)."""
     text = dumps(machine)
-    Path(path).write_text(text, encoding="utf-8")
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(f"{machine!r} has a name, state or symbol with the lone surrogate "
+                         f"{text[exc.start]!r}, which UTF-8 cannot store; rename it") from None
+    Path(path).write_bytes(data)
 
 
 # --------------------------------------------------------------------------------------------
@@ -262,12 +303,14 @@ class _Reader:
     def obj(self, value: Any, path: str) -> dict:
         if not isinstance(value, dict):
             self.fail(path, f"expected a JSON object, got {_jtype(value)}")
+        for key in getattr(value, "duplicates", ()):
+            self.fail(_field(path, key), f"field {key!r} occurs twice; give it once")
         return value
 
     def only(self, obj: dict, path: str, allowed: tuple) -> None:
         for key in obj:
             if key not in allowed:
-                self.fail(f"{path}.{key}", f"unknown field {key!r}; allowed fields: "
+                self.fail(_field(path, key), f"unknown field {key!r}; allowed fields: "
                           f"{', '.join(allowed)}")
 
     def get(self, obj: dict, path: str, key: str, default: Any = ...) -> Any:
@@ -297,16 +340,30 @@ class _Reader:
     def plain(self, value: Any, path: str, what: str) -> str | int:
         if isinstance(value, bool) or not isinstance(value, (str, int)):
             self.fail(path, f"{what} must be a JSON string or integer, got {_jtype(value)}")
+        return self.unicode(value, path) if isinstance(value, str) else value
+
+    def unicode(self, value: str, path: str) -> str:
+        """`value` when it is valid Unicode (no lone surrogate such as "\\ud800")."""
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                self.fail(path, f"the string holds the lone surrogate {value[exc.start]!r}, "
+                          "which is not a Unicode character")
         return value
 
-    def state(self, value: Any, path: str) -> Hashable:
-        """A state: a string, an integer, or a list of states (read as a tuple)."""
+    def state(self, value: Any, path: str, depth: int = 0) -> Hashable:
+        """A state: a string, an integer, or a list of states (read as a tuple), at most
+        `MAX_STATE_DEPTH` lists deep."""
         if isinstance(value, list):
-            return tuple(self.state(v, f"{path}[{i}]") for i, v in enumerate(value))
+            if depth >= MAX_STATE_DEPTH:
+                self.fail(path, f"a state nested more than {MAX_STATE_DEPTH} lists deep; "
+                          "flatten it or name it with a string")
+            return tuple(self.state(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value))
         if isinstance(value, bool) or not isinstance(value, (str, int)):
             self.fail(path, f"a state must be a JSON string, integer or list of states, got "
                       f"{_jtype(value)}")
-        return value
+        return self.unicode(value, path) if isinstance(value, str) else value
 
     def declared(self, values: Any, path: str, what: str, symbols: bool) -> list:
         """A duplicate-free list of states or alphabet symbols."""
@@ -354,9 +411,17 @@ class _Reader:
         return cache[id(pool)][1]
 
 
+def _field(path: str, key: str) -> str:
+    """The JSON path of field `key` of the object at `path`: ``$.a`` or ``$["odd key"]``."""
+    return f"{path}.{key}" if key.isidentifier() else f"{path}[{json.dumps(key)}]"
+
+
 def _jtype(value: Any) -> str:
     if value is None:
         return "null"
+    if isinstance(value, _HugeInt):
+        return (f"an integer of {len(value.text.lstrip('-')):,} digits (at most "
+                f"{MAX_INT_DIGITS} allowed)")
     return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
             list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
 
@@ -366,13 +431,19 @@ def from_dict(data: Any, source: str | None = None) -> Any:
     r = _Reader(source)
     d = r.obj(data, "$")
     fmt = r.get(d, "$", "format")
+    if isinstance(fmt, bool) or not isinstance(fmt, int):
+        r.fail("$.format", f"expected the integer {FORMAT_VERSION}, got {_jtype(fmt)}")
     if fmt != FORMAT_VERSION:
         r.fail("$.format", f"unsupported format {fmt!r}; this version of pdanet reads format "
                f"{FORMAT_VERSION}")
     kind = r.text(r.get(d, "$", "kind"), "$.kind", KINDS)
     name = r.get(d, "$", "name", None)
-    if name is not None and not isinstance(name, str):
-        r.fail("$.name", f"expected a string, got {_jtype(name)}")
+    for field in ("name", "description"):
+        value = r.get(d, "$", field, None)
+        if value is not None and not isinstance(value, str):
+            r.fail(f"$.{field}", f"expected a string, got {_jtype(value)}")
+        if value is not None:
+            r.unicode(value, f"$.{field}")
     try:
         return _READERS[kind](r, d, name)
     except SpecError:
@@ -519,21 +590,27 @@ _READERS: dict[str, Callable[[_Reader, dict, str | None], Any]] = {
 
 def loads(text: str, source: str | None = None) -> Any:
     """The machine described by JSON text; SpecError with line and column for malformed JSON."""
+    if not isinstance(text, str):
+        raise InputError(f"loads takes JSON text (a str), got {type(text).__name__}")
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=_parse_int, object_pairs_hook=_object)
     except json.JSONDecodeError as exc:
         _Reader(source).fail("$", f"malformed JSON at line {exc.lineno}, column {exc.colno}: "
                              f"{exc.msg}")
+    except RecursionError:
+        _Reader(source).fail("$", "JSON nested too deeply to read; a machine file needs only a "
+                             "few levels of lists and objects")
     return from_dict(data, source)
 
 
-def _read_text(path: str | os.PathLike) -> str:
+def _read_text(path: str | os.PathLike, root: str = "$") -> str:
+    """The file's UTF-8 text; SpecError at `root` (``$`` for JSON, ``/`` for XML) otherwise."""
     try:
         return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(f"machine file {str(path)!r} does not exist") from None
     except UnicodeDecodeError as exc:
-        raise SpecError("$", f"{str(path)!r} is not UTF-8 text ({exc.reason} at byte "
+        raise SpecError(root, f"{str(path)!r} is not UTF-8 text ({exc.reason} at byte "
                         f"{exc.start})") from None
     except OSError as exc:
         raise InputError(f"cannot read machine file {str(path)!r}: {exc.strerror}") from None
@@ -556,22 +633,64 @@ def load_jflap(path: str | os.PathLike) -> Any:
     """Import a JFLAP ``.jff`` file of type ``fa`` (→ DFA, or NFA when nondeterministic),
     ``mealy`` (→ Mealy DFA) or ``pda`` (→ DPDA, or PDA when nondeterministic).
 
-    JFLAP's empty ``<read/>`` is ε. JFLAP symbols are single characters; pop and push strings are
-    read one symbol per character, leftmost on top (the orientation of our machines). The initial
+    JFLAP's empty ``<read/>`` is ε. JFLAP symbols are single characters other than whitespace;
+    pop and push strings are read one symbol per character, leftmost on top (the orientation of
+    our machines). Surrounding whitespace in an element's text is ignored, but a ``<read>``,
+    ``<pop>``, ``<push>`` or ``<transout>`` whose text is only whitespace (``<read> </read>``) or
+    holds whitespace between symbols is refused: it is neither ε (write ``<read/>``) nor a symbol. The initial
     stack symbol ``Z`` becomes ⊥. A transition with an empty pop (JFLAP: "do not look at the
     stack") becomes one transition per stack symbol, which pops that symbol and pushes it back
     under the pushed string. The acceptance mode is ``final_state`` (JFLAP asks at run time).
     State names are JFLAP's names when unique, otherwise the ids. Errors are SpecErrors whose
-    path is an XPath-like location such as ``/structure/automaton/transition[2]/to``.
+    path is an XPath-like location such as ``/structure/automaton/transition[2]/to``. A file with
+    a document type declaration (DTD) or entity declarations is refused before anything in it is
+    expanded (no entity expansion, no external resources).
     """
     source = str(path)
     r = _Reader(source)
-    text = _read_text(path)
+    text = _read_text(path, "/")
+    _refuse_dtd(r, text)
     try:
         root = ET.fromstring(text)
     except ET.ParseError as exc:
         line, col = exc.position
         r.fail("/", f"malformed XML at line {line}, column {col + 1}")
+    try:
+        return _jflap_machine(r, root, source)
+    except SpecError:
+        raise
+    except PdanetError as exc:  # the constructor found a defect the checks did not
+        r.fail("/structure", f"{type(exc).__name__}: {exc}")
+
+
+class _Doctype(Exception):
+    """Raised inside expat when a document type or entity declaration starts."""
+
+
+def _refuse_dtd(r: _Reader, text: str) -> None:
+    """SpecError when the XML text declares a DTD or entities (checked by expat, stopping at the
+    declaration, so nothing is expanded); malformed XML is left to the parser proper."""
+
+    def stop(*_: Any) -> None:
+        raise _Doctype
+
+    p = xml.parsers.expat.ParserCreate()
+    p.StartDoctypeDeclHandler = stop
+    p.EntityDeclHandler = stop
+    try:
+        p.Parse(text, True)
+    except _Doctype:
+        r.fail("/", "refused: entity declarations / DTD are not allowed in JFLAP files; remove "
+               "the <!DOCTYPE …> declaration")
+    except xml.parsers.expat.ExpatError:
+        pass
+
+
+_JFLAP_SYMBOL_TAGS = ("read", "pop", "push", "transout")
+
+
+def _jflap_machine(r: _Reader, root: ET.Element, source: str) -> Any:
+    """The machine of a parsed JFLAP document (see `load_jflap`)."""
     if root.tag != "structure":
         r.fail("/", f"expected a JFLAP <structure> root element, got <{root.tag}>")
     typ = (root.findtext("type") or "").strip()
@@ -613,7 +732,14 @@ def load_jflap(path: str | os.PathLike) -> Any:
                     r.fail(f"{p}/{tag}", f"missing <{tag}>")
                 row[tag] = ""
             else:
-                row[tag] = (el.text or "").strip()
+                raw = el.text or ""
+                row[tag] = raw.strip()
+                if tag in _JFLAP_SYMBOL_TAGS and raw and not row[tag]:
+                    r.fail(f"{p}/{tag}", f"<{tag}> holds only whitespace {raw!r}; write ε as an "
+                           f"empty <{tag}/>, and whitespace cannot be a symbol")
+                if tag in _JFLAP_SYMBOL_TAGS and any(c.isspace() for c in row[tag]):
+                    r.fail(f"{p}/{tag}", f"<{tag}> text {row[tag]!r} holds whitespace; JFLAP "
+                           "symbols are single non-blank characters")
         for tag in ("from", "to"):
             if row[tag] not in names:
                 r.fail(f"{p}/{tag}", f"unknown state id {row[tag]!r}")

@@ -13,6 +13,9 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from functools import cached_property
 
+import numpy as np
+
+from pdanet import limits
 from pdanet.automata.alphabet import EPSILON, Alphabet
 from pdanet.automata.dfa import DFA
 from pdanet.errors import AutomatonError, InputError
@@ -42,6 +45,9 @@ class NFA:
         self.name = name
         index: dict = {}
         for i, q in enumerate(self.states):
+            if isinstance(q, (bool, np.bool_)):
+                raise AutomatonError(f"state {q!r} is a boolean; name states with strings or "
+                                     "integers (True would be the same state as 1)")
             if q in index:
                 raise AutomatonError(f"state {q!r} is declared twice")
             index[q] = i
@@ -99,7 +105,9 @@ class NFA:
         return hash(self._key)
 
     def __repr__(self) -> str:
-        label = f" {self.name!r}" if self.name else ""
+        name = self.name if not isinstance(self.name, str) or len(self.name) <= 60 else \
+            f"{self.name[:40]}…{self.name[-15:]}"
+        label = f" {name!r}" if self.name else ""
         return f"<NFA{label}: {len(self.states)} states, {len(self.alphabet)} symbols>"
 
     @property
@@ -163,6 +171,10 @@ class NFA:
 
         DFA states are frozensets of NFA states (ε-closed), numbered in breadth-first order with
         symbols in alphabet order; the empty subset is left implicit (the DFA's dead state).
+
+        Guarded by ``pdanet.limits`` as subsets are created: more than ``max_states`` DFA states,
+        or more than ``max_configs`` (NFA state, symbol) moves examined in all, raises
+        ResourceError naming this NFA (the subset construction can be exponential).
         """
         index = self._state_index
         bit_closure = [0] * len(self.states)
@@ -187,8 +199,16 @@ class NFA:
         number = {start: 0}
         order = [start]
         table: list[list[int]] = []
+        lim = limits.current()
+        what = f"determinising {self!r} (subset construction)"
+        hint = ("simplify the machine or pattern: its DFA can be exponentially larger than the "
+                "NFA")
+        work = 0
         for subset in order:  # grows while iterating: breadth-first
             members = [i for i in range(subset.bit_length()) if subset >> i & 1]
+            work += len(members) * len(syms)
+            if work > lim.max_configs:
+                limits.check(what, work, "max_configs", hint=hint)
             row = []
             for c in range(len(syms)):
                 target = 0
@@ -198,6 +218,8 @@ class NFA:
                     row.append(-1)
                     continue
                 if target not in number:
+                    if len(order) >= lim.max_states:
+                        limits.check(what, len(order) + 1, "max_states", hint=hint)
                     number[target] = len(order)
                     order.append(target)
                 row.append(number[target])

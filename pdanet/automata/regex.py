@@ -6,8 +6,13 @@ Syntax (loosest binding first): union ``r|s``; concatenation ``rs``; postfix rep
 character c (to write a symbol that is a metacharacter ``|*+?().\\``); any other character is a
 symbol, which must be in the alphabet. An empty alternative or empty parentheses stand for the
 empty string, as in Python's ``re``. Matching is of whole strings (``re.fullmatch``).
+Stacked repetitions are simplified as they are read (``r**`` is ``r*``, ``r+?`` is ``r*``, …).
+Groups may nest at most `MAX_DEPTH` deep (InputError naming the position beyond).
 
-`regex_to_dfa` goes Thompson NFA → subset construction → Hopcroft minimisation.
+`regex_to_dfa` goes Thompson NFA → subset construction → Hopcroft minimisation. The subset
+construction is guarded by ``pdanet.limits`` (``max_states``, ``max_configs``): a pattern whose
+DFA blows up exponentially, such as ``(a|b)*a(a|b)(a|b)…``, raises ResourceError as soon as the
+limit is passed, naming the pattern.
 """
 
 from __future__ import annotations
@@ -21,6 +26,9 @@ from pdanet.automata.nfa import NFA
 from pdanet.errors import InputError
 
 METACHARS = frozenset("|*+?().\\")
+MAX_DEPTH = 100  # nested groups; deeper patterns are refused (the parser is recursive)
+# the one repetition equivalent to two stacked ones: (inner, outer) -> kind
+_STACKED = {("star", "star"): "star", ("plus", "plus"): "plus", ("opt", "opt"): "opt"}
 
 
 @dataclass(frozen=True)
@@ -38,10 +46,12 @@ class _Parser:
         self.text = pattern
         self.alphabet = alphabet
         self.pos = 0
+        self.depth = 0
 
     def error(self, message: str, pos: int | None = None) -> InputError:
         pos = self.pos if pos is None else pos
-        return InputError(f"regex {self.text!r}, position {pos}: {message}")
+        shown = self.text if len(self.text) <= 60 else f"{self.text[:40]}…{self.text[-15:]}"
+        return InputError(f"regex {shown!r}, position {pos}: {message}")
 
     def peek(self) -> str | None:
         return self.text[self.pos] if self.pos < len(self.text) else None
@@ -71,7 +81,12 @@ class _Parser:
         node = self.atom()
         kinds = {"*": "star", "+": "plus", "?": "opt"}
         while self.peek() is not None and self.peek() in kinds:
-            node = Node(kinds[self.peek()], (node,))
+            kind = kinds[self.peek()]
+            if node.kind in ("star", "plus", "opt"):  # stacked: one repetition means the same
+                kind = _STACKED.get((node.kind, kind), "star")
+                node = Node(kind, node.children)
+            else:
+                node = Node(kind, (node,))
             self.pos += 1
         return node
 
@@ -82,10 +97,15 @@ class _Parser:
             raise self.error(f"{c!r} has nothing to repeat; put a symbol or a group before it")
         self.pos += 1
         if c == "(":
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise self.error(f"groups nest more than {MAX_DEPTH} deep; remove redundant "
+                                 "parentheses", start)
             node = self.union()
             if self.peek() != ")":
                 raise self.error("'(' is never closed; add a ')'", start)
             self.pos += 1
+            self.depth -= 1
             return node
         if c == ".":
             return Node("any")

@@ -14,9 +14,12 @@ can be rebuilt at another β or dtype without recompiling (`CompiledNetwork.with
 from __future__ import annotations
 
 import copy
+import inspect
+import math
+import numbers
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence, Sized
 
 import numpy as np
 import sympy as sp
@@ -71,6 +74,99 @@ def _ids_tensor(ids: torch.Tensor | np.ndarray) -> torch.Tensor:
     return ids if isinstance(ids, torch.Tensor) else torch.as_tensor(np.asarray(ids))
 
 
+DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "float64": torch.float64,
+                                  "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def as_dtype(dtype: Any, what: str = "dtype") -> torch.dtype:
+    """A floating torch dtype from a torch dtype or one of the names in `DTYPES` ("float32", …);
+    InputError naming `what` for anything else."""
+    if isinstance(dtype, torch.dtype) and dtype in DTYPES.values():
+        return dtype
+    if isinstance(dtype, str) and dtype.removeprefix("torch.") in DTYPES:
+        return DTYPES[dtype.removeprefix("torch.")]
+    raise InputError(f"{what}={dtype!r} is not a floating dtype; give one of "
+                     f"{', '.join(DTYPES)} (as a string or a torch dtype)")
+
+
+def as_scale(value: Any, what: str = "scale") -> sp.Rational:
+    """The saturation scale β as an exact positive rational.
+
+    Accepted: integers, floats, Fractions, numpy and sympy numbers that are finite and
+    > 0 (a float is taken at its exact value's simplest rational, as `sympy.nsimplify` does).
+    Refused with InputError naming `what`: booleans, strings, zero, negatives, inf and NaN.
+    """
+    if isinstance(value, (bool, np.bool_, sp.logic.boolalg.Boolean)):
+        raise InputError(f"{what}={value!r} is a boolean; give a positive number such as 77")
+    if isinstance(value, sp.Basic):
+        if not (value.is_number and value.is_real and value.is_finite):
+            raise InputError(f"{what}={value} must be a finite positive real number")
+        beta = sp.nsimplify(value, rational=True)
+    elif isinstance(value, numbers.Integral):
+        beta = sp.Integer(int(value))
+    elif isinstance(value, numbers.Real):
+        if not math.isfinite(float(value)):
+            raise InputError(f"{what}={value!r} must be finite and > 0")
+        beta = sp.nsimplify(value, rational=True)
+    else:
+        raise InputError(f"{what}={value!r} is not a number; give a positive number such as 77 "
+                         "or sympy.Rational(153, 2)")
+    if not isinstance(beta, sp.Rational) or not beta > 0:
+        raise InputError(f"{what}={value!r} must be finite and > 0 (it multiplies every scaled "
+                         "weight)")
+    try:
+        finite = math.isfinite(float(beta))
+    except OverflowError:
+        finite = False
+    if not finite:
+        raise InputError(f"{what}={value!r} is too large for floating-point weights")
+    return beta
+
+
+def _finite_floats(floats: Mapping[str, torch.Tensor], beta: Any, dtype: torch.dtype
+                   ) -> dict[str, torch.Tensor]:
+    """`floats`, after checking that no weight overflowed `dtype` (InputError naming the block)."""
+    for name, t in floats.items():
+        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            raise InputError(f"weight block {name!r} overflows {_dtype_name(dtype)} at scale β = "
+                             f"{beta}: use a smaller scale or a wider dtype such as float64")
+    return dict(floats)
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+# integer options of the constructions -> their smallest value (None always means the default)
+INT_OPTIONS: dict[str, int] = {"max_dense": 1, "low": 1, "window": 1, "max_length": 1,
+                               "hidden_size": 1, "neg": 1}
+BOOL_OPTIONS = ("reachable_only", "sparse")
+
+
+def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate the common construction options by name (InputError naming the option):
+    ``scale`` (see `as_scale`; None = the construction's choice), integer options (`INT_OPTIONS`:
+    an int, not a bool, at least the minimum; None = default) and flags (`BOOL_OPTIONS`: a bool;
+    None = default). Returns the options with ``scale`` made exact."""
+    out = dict(options)
+    if out.get("scale") is not None:
+        out["scale"] = as_scale(out["scale"])
+    for name, low in INT_OPTIONS.items():
+        v = out.get(name)
+        if v is None:
+            continue
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral):
+            raise InputError(f"option {name}={v!r} must be an integer (None for the default)")
+        if v < low:
+            raise InputError(f"option {name}={v!r} must be at least {low} (None for the default)")
+        out[name] = int(v)
+    for name in BOOL_OPTIONS:
+        v = out.get(name)
+        if v is not None and not isinstance(v, (bool, np.bool_)):
+            raise InputError(f"option {name}={v!r} must be True or False")
+    return out
+
+
 @dataclass(frozen=True)
 class CompiledNetwork:
     """A machine and the network compiled from it (see the module docstring for the contract).
@@ -120,7 +216,9 @@ class CompiledNetwork:
 
     @torch.no_grad()
     def forward(self, ids: torch.Tensor | np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.module(_ids_tensor(ids))
+        """The module on (B, T) ids; for T = 0 (only empty strings) the initial states and
+        readout, shape (B, 1, …)."""
+        return _run_module(self.module, _ids_tensor(ids))
 
     @torch.no_grad()
     def forward_decoded(self, ids: torch.Tensor | np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
@@ -128,7 +226,7 @@ class CompiledNetwork:
         module's own ``forward_decoded`` when it has one (the Dyck LSTMs return the cells c
         alone, where the stack lives), else `forward`. What the verifier runs."""
         fast = getattr(self.module, "forward_decoded", None)
-        return (fast or self.module)(_ids_tensor(ids))
+        return _run_module(fast or self.module, _ids_tensor(ids))
 
     def decode(self, states: torch.Tensor | np.ndarray) -> dict[str, np.ndarray]:
         if isinstance(states, torch.Tensor):
@@ -141,7 +239,11 @@ class CompiledNetwork:
         return self.reader(logits)
 
     def run(self, string) -> dict[str, np.ndarray]:
-        """Decoded configurations and outputs of one string, for inspection."""
+        """Decoded configurations and outputs of one string (a str or a sequence of symbols),
+        for inspection; the empty string gives the initial configuration and output."""
+        if string is None or isinstance(string, (bytes, bytearray, numbers.Number)):
+            raise InputError(f"net.run takes one string (a str or a list of symbols), got "
+                             f"{type(string).__name__}")
         ids, _ = self.encode([string])
         states, logits = self.forward(ids)
         fields = self.decode(states)
@@ -150,14 +252,16 @@ class CompiledNetwork:
 
     def float_weights(self, scale: Any = None, dtype: torch.dtype | None = None
                       ) -> dict[str, torch.Tensor]:
-        beta = self.scale if scale is None else scale
-        dtype = dtype or self.dtype
-        return {name: w.to_float(beta, dtype) for name, w in self.weights.items()}
+        beta = self.scale if scale is None else as_scale(scale)
+        dtype = self.dtype if dtype is None else as_dtype(dtype)
+        return _finite_floats({name: w.to_float(beta, dtype) for name, w in self.weights.items()},
+                              beta, dtype)
 
     def with_scale(self, scale: Any = None, dtype: torch.dtype | None = None) -> "CompiledNetwork":
-        """The same construction with another saturation scale β and/or dtype."""
-        beta = sp.nsimplify(self.scale if scale is None else scale, rational=True)
-        dtype = dtype or self.dtype
+        """The same construction with another saturation scale β (finite, > 0; see `as_scale`)
+        and/or dtype (see `as_dtype`)."""
+        beta = self.scale if scale is None else as_scale(scale)
+        dtype = self.dtype if dtype is None else as_dtype(dtype)
         module = copy.deepcopy(self.module).to(dtype)
         module.load_state_dict(self.float_weights(beta, dtype), strict=True)
         return replace(self, module=module, scale=beta)
@@ -176,7 +280,8 @@ def load_exact(module: torch.nn.Module, weights: Mapping[str, ExactWeight], scal
                dtype: torch.dtype = torch.float32) -> torch.nn.Module:
     """Set every parameter and buffer of `module` from exact weights (all keys must match)."""
     module = module.to(dtype)
-    floats = {name: w.to_float(scale, dtype) for name, w in weights.items()}
+    floats = _finite_floats({name: w.to_float(scale, dtype) for name, w in weights.items()},
+                            scale, dtype)
     expected = set(module.state_dict())
     if set(floats) != expected:
         raise CompileError(
@@ -187,6 +292,15 @@ def load_exact(module: torch.nn.Module, weights: Mapping[str, ExactWeight], scal
     for p in module.parameters():
         p.requires_grad_(True)
     return module
+
+
+def _run_module(fn: Callable[[torch.Tensor], Any], ids: torch.Tensor) -> Any:
+    """``fn(ids)``; for ids of shape (B, 0) the first time step of a run on one padding symbol
+    (index 0 of every module's output is the state before any input)."""
+    if ids.ndim == 2 and ids.shape[1] == 0:
+        states, logits = fn(torch.full((ids.shape[0], 1), -1, dtype=torch.long))
+        return states[:, :1], logits[:, :1]
+    return fn(ids)
 
 
 # --- the registry -----------------------------------------------------------------------------
@@ -219,7 +333,22 @@ def available(machine: Machine) -> list[tuple[str, str]]:
 def compile(machine: Machine, target: str = "lstm", method: str | None = None,
             dtype: torch.dtype = torch.float32, **options) -> CompiledNetwork:
     """Compile `machine` into a network for `target` ("elman", "lstm", "second_order",
-    "stack_rnn", "ns_rnn", …) with construction `method` (the target's default when None)."""
+    "stack_rnn", "ns_rnn", …) with construction `method` (the target's default when None).
+
+    ``dtype`` is a floating torch dtype or its name ("float32", "float64", "float16",
+    "bfloat16"). Options are validated before compiling (`check_options`): ``scale`` finite and
+    > 0, integer options integers (not booleans) in range; an option the construction does not
+    take is an InputError listing the ones it does.
+    """
+    dtype = as_dtype(dtype)
+    for name, value in (("target", target), ("method", method)):
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"{name}={value!r} must be a string such as 'lstm'")
+    options = check_options(options)
+    alphabet = getattr(machine, "alphabet", None)
+    if isinstance(alphabet, Sized) and len(alphabet) == 0:
+        raise CompileError(f"{machine!r} has an empty input alphabet; a network reads at least "
+                           "one symbol: add a symbol to the alphabet")
     _load_constructions()
     for mtype in type(machine).__mro__:
         if (mtype, target) in _DEFAULT_METHOD:
@@ -231,7 +360,14 @@ def compile(machine: Machine, target: str = "lstm", method: str | None = None,
                     f"no method {meth!r} for target {target!r} on {type(machine).__name__}; "
                     f"methods: {methods}"
                 )
-            return fn(machine, dtype=dtype, **options)
+            _check_keywords(fn, f"{target}/{meth}", options)
+            try:
+                return fn(machine, dtype=dtype, **options)
+            except TypeError as exc:
+                if "unexpected keyword argument" not in str(exc):
+                    raise
+                raise InputError(f"{target}/{meth}: {exc}; its docstring lists the options it "
+                                 "takes") from None
     options_text = ", ".join(f"{t}/{m}" for t, m in available(machine)) or "none"
     hint = getattr(machine, "compile_hint", "")
     if not hint and hasattr(machine, "bounded") and not available(machine):
@@ -240,6 +376,18 @@ def compile(machine: Machine, target: str = "lstm", method: str | None = None,
         f"cannot compile {type(machine).__name__} to target {target!r}; available: "
         f"{options_text}.{hint}"
     )
+
+
+def _check_keywords(fn: Callable[..., Any], name: str, options: Mapping[str, Any]) -> None:
+    """InputError for an option that `fn` does not take (when its signature says so)."""
+    params = inspect.signature(fn).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    accepted = [p for p in list(params)[1:] if p != "dtype"]
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise InputError(f"{name} does not take the option(s) {', '.join(unknown)}; it takes: "
+                         f"{', '.join(accepted) or 'none'}")
 
 
 def _load_constructions() -> None:
@@ -254,4 +402,5 @@ def _load_constructions() -> None:
                 raise
 
 
-__all__ = ["ExactWeight", "CompiledNetwork", "compile", "register", "available", "load_exact"]
+__all__ = ["ExactWeight", "CompiledNetwork", "compile", "register", "available", "load_exact",
+           "as_dtype", "as_scale", "check_options"]

@@ -10,8 +10,12 @@ own ``nn.RNN``/``nn.LSTM`` (``rnn.*`` keys are exactly PyTorch's).
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 from torch import nn
+
+from pdanet.errors import InputError
 
 
 class RecurrentNet(nn.Module):
@@ -21,7 +25,12 @@ class RecurrentNet(nn.Module):
                  num_outputs: int, readout_code: int | None = None):
         super().__init__()
         if cell not in ("rnn", "lstm"):
-            raise ValueError(f"cell must be 'rnn' or 'lstm', got {cell!r}")
+            raise InputError(f"cell must be 'rnn' or 'lstm', got {cell!r}")
+        for name, v in (("num_symbols", num_symbols), ("input_size", input_size),
+                        ("hidden_size", hidden_size), ("num_outputs", num_outputs),
+                        ("readout_code", 1 if readout_code is None else readout_code)):
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+                raise InputError(f"{name}={v!r} must be a positive integer")
         self.cell = cell
         self.embedding = nn.Embedding(num_symbols, input_size)
         if cell == "rnn":
@@ -52,12 +61,15 @@ class RecurrentNet(nn.Module):
         return self.out_embedding(z) if self.out_embedding is not None else z
 
     def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """ids (B, T), padding -1 → (states (B, T+1, H), logits (B, T+1, O))."""
+        """ids (B, T), padding -1 → (states (B, T+1, H), logits (B, T+1, O)); T may be 0."""
         ids = torch.as_tensor(ids)
         B = ids.shape[0]
+        first = self.h0.view(1, 1, -1).expand(B, 1, -1)
+        if ids.shape[1] == 0:  # torch's RNN refuses empty sequences: only the initial state
+            return first, self.logits(first)
         x = self.embedding(ids.clamp(min=0))
         out, _ = self.rnn(x, self.initial_state(B))
-        states = torch.cat([self.h0.view(1, 1, -1).expand(B, 1, -1), out], dim=1)
+        states = torch.cat([first, out], dim=1)
         return states, self.logits(states)
 
     def step(self, state, symbol_ids: torch.Tensor):

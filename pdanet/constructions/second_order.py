@@ -10,8 +10,12 @@ logits (B, T+1, O))``; padding (-1) is read as symbol 0.
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 from torch import nn
+
+from pdanet.errors import InputError
 
 
 class SecondOrderRNN(nn.Module):
@@ -20,6 +24,10 @@ class SecondOrderRNN(nn.Module):
     def __init__(self, num_symbols: int, hidden_size: int, num_outputs: int,
                  targets: torch.Tensor | None = None):
         super().__init__()
+        for name, v in (("num_symbols", num_symbols), ("hidden_size", hidden_size),
+                        ("num_outputs", num_outputs)):
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+                raise InputError(f"{name}={v!r} must be a positive integer")
         self.num_symbols, self.hidden_size = num_symbols, hidden_size
         if targets is None:
             self.weight = nn.Parameter(torch.zeros(num_symbols, hidden_size, hidden_size))
@@ -27,7 +35,8 @@ class SecondOrderRNN(nn.Module):
         else:
             targets = torch.as_tensor(targets, dtype=torch.long)
             if tuple(targets.shape) != (num_symbols, hidden_size):
-                raise ValueError(f"targets must have shape {(num_symbols, hidden_size)}")
+                raise InputError(f"targets must have shape {(num_symbols, hidden_size)}, got "
+                                 f"{tuple(targets.shape)}")
             self.weight = nn.Parameter(torch.zeros(num_symbols, hidden_size))
             self.register_buffer("targets", targets, persistent=False)
         self.bias = nn.Parameter(torch.zeros(hidden_size))

@@ -53,9 +53,10 @@ class LearnerRNN(RecurrentNet):
             raise InputError(f"cell must be one of {sorted(_CELLS)}, got {cell!r}")
         for label, v in (("num_symbols", num_symbols), ("hidden_size", hidden_size),
                          ("num_outputs", num_outputs)):
-            if not isinstance(v, int) or v < 1:
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise InputError(f"{label} must be a positive int, got {v!r}")
-        super().__init__(_CELLS[cell], num_symbols, input_size or num_symbols, hidden_size,
+        super().__init__(_CELLS[cell], num_symbols,
+                         num_symbols if input_size is None else input_size, hidden_size,
                          num_outputs)
 
     @classmethod
@@ -64,8 +65,9 @@ class LearnerRNN(RecurrentNet):
         """A learner shaped to hold `net`: same cell, symbols, outputs and embedding width;
         ``hidden_size`` defaults to the compiled network's."""
         src = _source(net)
-        return cls(src.cell, src.embedding.num_embeddings, hidden_size or src.hidden_size,
-                   _num_outputs(src), input_size or src.embedding.embedding_dim)
+        return cls(src.cell, src.embedding.num_embeddings,
+                   src.hidden_size if hidden_size is None else hidden_size, _num_outputs(src),
+                   src.embedding.embedding_dim if input_size is None else input_size)
 
 
 def _source(net: CompiledNetwork) -> RecurrentNet:

@@ -122,7 +122,7 @@ def init_experiment(k: int, m: int, noises: Iterable[float] = (0.0, 0.1, 0.5, 1.
     beta = net.scale if scale is None else scale
     train = dataset(machine, n_train, range(2, train_len + 1, 2), seed=seed)
     test = dataset(machine, n_test, range(train_len + 2, test_len + 1, 2), seed=seed + 1)
-    H = hidden_size or net.hidden_units
+    H = net.hidden_units if hidden_size is None else hidden_size  # 0 is refused, not "default"
     runs: list[tuple[str, float | None]] = [("random", None)] if random_init else []
     runs += [("compiled", float(s)) for s in noises]
     rows = []
