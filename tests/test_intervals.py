@@ -1,6 +1,11 @@
 """Soundness of the interval arithmetic: enclosures contain the float computation of torch."""
 
+import functools
+import json
+import math
+
 import numpy as np
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -192,3 +197,183 @@ def test_results_flushed_to_zero_are_enclosed():
             assert iv.sigmoid(iv.Interval.point(z), torch.float32).contains(got).all(), model
         finally:
             iv.set_kernel_model(previous)
+
+
+# --- the exact-saturation scan: chunked, exhaustive, cached --------------------------------------
+
+def _fake_mask(bad: set):
+    """A saturation mask that fails exactly at the bit patterns in ``bad``."""
+    def mask(z):
+        bits = z.view(torch.int32)
+        return ~torch.isin(bits, torch.tensor(sorted(bad), dtype=torch.int32))
+    return mask
+
+
+@settings(max_examples=40)
+@given(lo=st.integers(0x41000000, 0x41000400), span=st.integers(0, 600),
+       bad=st.sets(st.integers(0, 700), max_size=4), chunk=st.integers(1, 97))
+def test_scan_in_chunks_finds_the_float_after_the_last_failure(lo, span, bad, chunk):
+    hi = lo + span
+    bad_bits = {lo + b for b in bad}
+    expect = max([b + 1 for b in bad_bits if b <= hi], default=lo)
+    expect = max(expect, lo)
+    assert iv._scan(_fake_mask(bad_bits), lo, hi, chunk=chunk) == expect
+    assert iv._scan(_fake_mask(bad_bits), lo, hi, chunk=span + 1) == expect
+
+
+def test_chunked_scan_of_the_real_kernels_equals_an_unchunked_one():
+    for kind, (a, b) in (("sigmoid", (17.2, 17.45)), ("tanh", (8.95, 9.05))):
+        values = iv._wide_probes(kind)
+        mask = functools.partial(iv._saturated, kind, values)
+        lo, hi = iv._bits(a), iv._bits(b)
+        whole = iv._scan(mask, lo, hi, chunk=hi - lo + 1)
+        assert iv._scan(mask, lo, hi, chunk=4099) == whole
+        assert lo < whole <= hi                                     # the threshold lies inside
+        # the same answer from the one-unit probes and the elementwise kernels, float by float
+        z = torch.arange(lo, hi + 1, dtype=torch.int32).view(torch.float32)
+        kernels = ([torch.sigmoid, lambda v: iv._layer_probe("sigmoid", v)] if kind == "sigmoid"
+                   else [torch.tanh, lambda v: iv._layer_probe("tanh", v),
+                         lambda v: iv._layer_probe("rnn_tanh", v)])
+        ok = torch.ones(len(z), dtype=torch.bool)
+        for k in kernels:
+            ok &= k(z) == 1
+            if kind == "tanh":
+                ok &= k(-z) == -1
+        assert bool(ok[whole - lo:].all()) and not bool(ok[whole - lo - 1])
+
+
+def test_wide_probes_compute_the_one_unit_probes_values():
+    z = torch.cat([torch.linspace(0.01, 30.0, 4000), torch.tensor([1e5, 3e38])])
+    z = torch.cat([z, z[:(-len(z)) % iv._LANES]])
+    sig = iv._wide_probes("sigmoid")(z)
+    assert torch.equal(sig[1][0].reshape(-1), iv._layer_probe("sigmoid", z))
+    th = iv._wide_probes("tanh")(z)
+    assert torch.equal(th[2][0][:, 0].reshape(-1), iv._layer_probe("tanh", z))
+    assert torch.equal(th[2][0][:, 1].reshape(-1), iv._layer_probe("tanh", -z))
+    assert torch.equal(th[3][0][:, 0].reshape(-1), iv._layer_probe("rnn_tanh", z))
+    assert torch.equal(th[3][0][:, 1].reshape(-1), iv._layer_probe("rnn_tanh", -z))
+
+
+def test_infinity_is_probed_through_the_bias():
+    inf = torch.tensor([float("inf"), float("-inf")])
+    assert torch.equal(iv._layer_probe("sigmoid", inf[:1]), torch.tensor([1.0]))
+    assert torch.equal(iv._layer_probe("tanh", inf), torch.tensor([1.0, -1.0]))
+    assert torch.equal(iv._layer_probe("rnn_tanh", inf), torch.tensor([1.0, -1.0]))
+    z = torch.tensor([100.0, float("inf")])
+    for kind in ("sigmoid", "tanh"):
+        assert bool(iv._saturated(kind, iv._wide_probes(kind), z).all())
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """A private, empty scan cache (directory and in-process memo)."""
+    monkeypatch.setenv("PDANET_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(iv, "_MEMO", {})
+    return tmp_path / "cache"
+
+
+def _counting_scan(monkeypatch, answer=None):
+    calls = []
+
+    def fake(mask, lo, hi, chunk=iv.SCAN_CHUNK):
+        calls.append((lo, hi))
+        return lo if answer is None else answer
+    monkeypatch.setattr(iv, "_scan", fake)
+    return calls
+
+
+def test_cache_dir_respects_the_environment(monkeypatch, tmp_path):
+    monkeypatch.delenv("PDANET_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert iv.cache_dir() == tmp_path / "xdg" / "pdanet"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert iv.cache_dir().parts[-2:] == (".cache", "pdanet")
+    monkeypatch.setenv("PDANET_CACHE_DIR", str(tmp_path / "mine"))
+    assert iv.cache_dir() == tmp_path / "mine"
+
+
+def test_scan_result_round_trips_through_the_disk_cache(cache, monkeypatch):
+    calls = _counting_scan(monkeypatch)
+    need = iv._upto_bits(0)
+    t, u = iv._checked("tanh", need)
+    assert (t, u) == (iv._start_bits("tanh"), need) and len(calls) == 1
+    files = list(cache.glob("saturation-tanh-*.json"))
+    assert len(files) == 1 and not list(cache.glob(".saturation-*"))   # no temporary left
+    monkeypatch.setattr(iv, "_MEMO", {})                            # a new process: disk only
+    assert iv._checked("tanh", need) == (t, u) and len(calls) == 1
+    assert iv._checked("tanh", need) == (t, u) and len(calls) == 1   # in-process memo
+    # a larger range scans only what is missing, and keeps the threshold if that all saturates
+    assert iv._checked("tanh", need + (1 << 23)) == (t, need + (1 << 23))
+    assert calls[-1] == (need + 1, need + (1 << 23))
+
+
+@pytest.mark.parametrize("content", [
+    "not json", "", "[]", '{"key": 1}', None,
+    '{"threshold_bits": "x", "upto_bits": 1140850688}',
+    '{"threshold_bits": 1091579059, "upto_bits": 1140850689}',        # not a power of two
+    '{"threshold_bits": 5, "upto_bits": 1140850688}',                 # below where a scan starts
+    '{"threshold_bits": true, "upto_bits": 1140850688}',
+])
+def test_a_corrupt_cache_file_is_ignored_and_rewritten(cache, monkeypatch, content):
+    calls = _counting_scan(monkeypatch)
+    need = iv._upto_bits(0)
+    key = iv._build_key("sigmoid")
+    path = iv._cache_file(key)
+    path.parent.mkdir(parents=True)
+    if content is None:                                             # valid shape, other build
+        other = dict(key, torch="0.0-other")
+        path.write_text(json.dumps({"key": other, "threshold_bits": iv._bits(20.0),
+                                    "upto_bits": need}))
+    elif content.startswith('{"threshold'):
+        path.write_text(json.dumps(dict(json.loads(content), key=key)))
+    else:
+        path.write_text(content)
+    assert iv._load(key) is None
+    assert iv._checked("sigmoid", need) == (iv._start_bits("sigmoid"), need)
+    assert len(calls) == 1 and iv._load(key) == (iv._start_bits("sigmoid"), need)
+
+
+def test_an_unwritable_cache_is_skipped(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("PDANET_CACHE_DIR", str(blocker / "cache"))  # cannot be a directory
+    monkeypatch.setattr(iv, "_MEMO", {})
+    calls = _counting_scan(monkeypatch)
+    need = iv._upto_bits(0)
+    assert iv._checked("sigmoid", need) == (iv._start_bits("sigmoid"), need)
+    assert iv._checked("sigmoid", need) == (iv._start_bits("sigmoid"), need)
+    assert len(calls) == 1                                          # the memo still holds it
+
+
+def test_saturation_is_relied_on_only_up_to_what_was_checked(cache, monkeypatch):
+    """A box reaching past the checked range extends the scan first; where the extension finds a
+    float that does not saturate, the box keeps the ulp enclosure."""
+    answer = {}
+
+    def fake(mask, lo, hi, chunk=iv.SCAN_CHUNK):
+        return answer.get(hi, lo)
+    monkeypatch.setattr(iv, "_scan", fake)
+    big = iv._upto_bits(1e6)
+    answer[big] = big + 1                                           # the float 2^20 fails
+    previous = iv.set_kernel_model("saturating")
+    try:
+        inside = iv.sigmoid(iv.Interval(np.array([20.0]), np.array([100.0])), torch.float32)
+        t = iv.tanh(iv.Interval(np.array([10.0]), np.array([100.0])), torch.float32)
+        beyond = iv.sigmoid(iv.Interval(np.array([20.0]), np.array([1e6])), torch.float32)
+        t_beyond = iv.tanh(iv.Interval(np.array([-1e6]), np.array([-10.0])), torch.float32)
+    finally:
+        iv.set_kernel_model(previous)
+    assert inside.lo[0] == inside.hi[0] == 1.0 and t.lo[0] == t.hi[0] == 1.0
+    assert beyond.lo[0] < 1.0 and t_beyond.hi[0] > -1.0          # the ulp enclosures
+    assert iv.saturation(torch.float32).sigmoid == math.inf         # nothing saturates to 2^20
+
+
+def test_float64_claims_no_exact_saturation():
+    sat = iv.saturation(torch.float64)
+    assert sat.sigmoid == sat.tanh == math.inf and sat.upto == 0.0
+    previous = iv.set_kernel_model("saturating")
+    try:
+        s = iv.sigmoid(iv.Interval.point(np.array([60.0])), torch.float64)
+    finally:
+        iv.set_kernel_model(previous)
+    assert s.lo[0] < 1.0
