@@ -9,9 +9,11 @@ comparison). Printed per case, in input symbols per second:
 - ``controller``: the bare controller forward — the same Elman recurrence (input part
   precomputed, one tanh per step) on the same ids, with no memory (readings held at zero);
 
-and the ratios network / controller and verify / network.
+and the ratios network / controller and verify / network. Then (alone with ``--doubling``) one
+string of length L = 12,500 … 100,000 per memory, verified by itself, with the time ratio per
+doubling of L (×2 = constant work per step: long strings are compared on their top cells).
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_controllers.py [--n 64] [--length 1000]
+    OMP_NUM_THREADS=1 python benchmarks/bench_controllers.py [--n 64] [--length 1000] [--doubling]
 """
 
 from __future__ import annotations
@@ -65,13 +67,37 @@ def _timed(fn) -> float:
     return time.perf_counter() - start
 
 
+def doubling(lengths: tuple[int, ...] = (12_500, 25_000, 50_000, 100_000)) -> None:
+    """One marked-reversal string w#wᴿ per length, verified alone (the stack grows to L/2): the
+    time per doubling of L should be ×2 (constant work per step), not ×4."""
+    machine = pn.tasks.get("marked_reversal")
+    rng = np.random.default_rng(0)
+    for memory in ("grefenstette", "joulin_mikolov", "suzgun"):
+        net = pn.compile(machine, target="stack_rnn", method=memory)
+        prev = None
+        for L in lengths:
+            w = list(rng.choice(["0", "1"], L // 2))
+            s = w + ["#"] + w[::-1]
+            t = _timed(lambda net=net, s=s: pn.verify(machine, net, strings=[s], max_length=None,
+                                                      samples=0, long_samples=0))
+            ratio = f"×{t / prev:.2f}" if prev else ""
+            print(f"one string   {memory:15s} L = {len(s):7,d}   {t:7.2f} s   "
+                  f"{t / len(s) * 1e6:6.1f} µs/step   {ratio}")
+            prev = t
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=64)
     ap.add_argument("--length", type=int, default=1000)
     ap.add_argument("--batch-steps", type=int, default=1 << 16)
+    ap.add_argument("--doubling", action="store_true",
+                    help="only the one-long-string doubling series")
     args = ap.parse_args()
     torch.set_num_threads(1)
+    if args.doubling:
+        doubling()
+        return
     rng = np.random.default_rng(0)
     print(f"{'task':24s} {'memory':15s} {'verify':>10s} {'network':>10s} {'controller':>11s} "
           f"{'net/ctrl':>9s} {'verify/net':>10s}   (input symbols per second)")
@@ -92,6 +118,7 @@ def main() -> None:
         v, nw, c = symbols / rep.seconds, symbols / t_net, symbols / t_ctrl
         print(f"{name:24s} {memory:15s} {v:10.0f} {nw:10.0f} {c:11.0f} {c / nw:9.1f}x "
               f"{nw / v:9.1f}x")
+    doubling()
 
 
 if __name__ == "__main__":

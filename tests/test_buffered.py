@@ -78,9 +78,18 @@ def test_padding_and_blocking():
     assert (fields["state"][1, 2:] == fields["state"][1, 2]).all()   # held after the end
 
 
-def test_only_dpdts():
+def test_only_deterministic_pushdown_machines():
     with pytest.raises(CompileError):
-        pn.compile(pn.tasks.get("dyck2"), target="buffered_stack_rnn")
+        pn.compile(pn.tasks.get("unmarked_reversal"), target="buffered_stack_rnn")
+    with pytest.raises(CompileError):
+        pn.compile(pn.tasks.get("parity"), target="buffered_stack_rnn")
+
+
+def test_a_dpda_compiles_to_the_buffered_target_and_verifies():
+    m = pn.tasks.get("dyck2")
+    net = pn.compile(m, target="buffered_stack_rnn")
+    report = pn.verify(m, net, max_length=6, samples=100, long_length=40, long_samples=4)
+    assert report.ok and "output" in report.fields
 
 
 @st.composite

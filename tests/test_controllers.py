@@ -263,3 +263,18 @@ def test_stack_trace_draws_a_compiled_network():
     with pytest.raises(pn.errors.InputError, match="Grefenstette"):
         stack_trace(pn.compile(pn.tasks.get("dyck2"), target="stack_rnn",
                                method="joulin_mikolov"), "()")
+
+
+def test_the_suggested_target_for_epsilon_moves_compiles_a_dpda():
+    m = DPDA(states=[0, 1, 2], input_alphabet="ab", stack_alphabet="A",
+             transitions={(0, "a", BOTTOM): (0, ("A", BOTTOM)), (0, "a", "A"): (0, ("A", "A")),
+                          (0, "b", "A"): (1, ()), (1, "b", "A"): (1, ()),
+                          (1, EPSILON, BOTTOM): (2, (BOTTOM,))}, start=0, accepting={2})
+    with pytest.raises(CompileError, match="buffered_stack_rnn") as exc:
+        pn.compile(m, target="stack_rnn")
+    target = str(exc.value).split("target '")[1].split("'")[0]
+    net = pn.compile(m, target=target)
+    report = pn.verify(m, net, max_length=8, samples=100, long_length=40, long_samples=4)
+    assert report.ok
+    assert net.readout(net.forward(m.encode(["aabb", "aab"])[0])[1])[:, -1].tolist() == [True,
+                                                                                          False]

@@ -74,3 +74,32 @@ def test_validation_errors():
         StoreTransducer("tape", "q", "a", "a", "X", {}, "q")
     with pytest.raises(AutomatonError, match="pushed symbol"):
         StoreTransducer("stack", "q", "a", "a", "X", {("q", "a", BOTTOM): ("q", None, "push")}, "q")
+
+
+def test_run_batch_keeps_stores_as_wide_as_they_get():
+    import tracemalloc
+
+    m = StoreTransducer("stack", ["s"], "ab", "ab", "X",
+                        {("s", "a", BOTTOM): ("s", "a", ("push", "X")),
+                         ("s", "b", "X"): ("s", "b", "pop")}, "s")
+    ids, lengths = m.encode(["ab" * 600])
+    tracemalloc.start()
+    try:
+        trace = m.run_batch(ids, lengths)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert trace["store"].shape == (1, 1201, 1) and trace["size"].max() == 1
+    assert peak < 4 * 2**20       # a (T+1) × T snapshot would be 11 MB
+
+
+def test_a_stack_store_steps_in_constant_work():
+    m = sequence_reversal(4, store="stack")
+    w = ["s0", "s1", "s2", "s3"] * 500
+    config, prev = m.initial(), []
+    for sym in w:
+        prev.append(config.store)
+        config = m.step(config, sym)
+        assert config.store.pop() is prev[-1]            # one new cell on the previous store
+    assert config.store == tuple(w) and hash(config.store) == hash(tuple(w))
+    assert m.transduce(w + ["#"] * len(w))[len(w):] == tuple(reversed(w))

@@ -405,7 +405,7 @@ def test_notes_for_redundant_samples_and_stuck_walks():
     machine = DFA(states=range(2), alphabet="ab", transitions={(0, "a"): 1}, start=0,
                   accepting={1}, name="just-a")  # after 'a' nothing can follow
     report = verify(machine, lookup_net(machine), max_length=3, samples=10, long_length=5,
-                    long_samples=3)
+                    long_samples=3, sample_lengths=(0, 3))
     assert report.ok
     assert any("already covered" in n for n in report.notes)
     assert any("3 of the long strings stop before length 5" in n for n in report.notes)
@@ -582,3 +582,24 @@ def test_a_batch_whose_halves_decode_to_different_widths_is_compared_whole():
     strings = ["()"] * (PIPELINE_ROWS // 2) + ["(((([[]]))))"] * (PIPELINE_ROWS // 2 + 10)
     report = verify(machine, net, strings=strings, max_length=None, samples=0, long_samples=0)
     assert report.ok and report.strings_checked == len(strings)
+
+
+def test_default_samples_go_beyond_the_exhaustive_phase():
+    machine = DFA(states=range(2), alphabet="ab", transitions={(0, "a"): 1, (0, "b"): 0,
+                  (1, "a"): 1, (1, "b"): 0}, start=0, accepting={1}, name="ends-in-a")
+    report = verify(machine, lookup_net(machine), max_length=3, samples=20, long_samples=0)
+    assert report.ok
+    assert "lengths 4–16" in report.phase("random").description
+    assert not any("already covered" in n for n in report.notes)
+
+
+def test_verify_accepts_the_machine_an_ns_rnn_was_compiled_from():
+    import pdanet as pn
+
+    m = pn.tasks.get("marked_reversal")
+    net = pn.compile(m, target="ns_rnn")
+    assert net.machine != m and net.info["compiled_from"] is m
+    report = verify(m, net, max_length=4, samples=10, long_samples=0)
+    assert report.ok and "reading" in report.fields
+    with pytest.raises(VerificationError, match="compiled for .*converted from"):
+        verify(pn.tasks.get("dyck1"), net, max_length=2)

@@ -14,19 +14,22 @@ Stacks are written bottom first; the top is the last element. Nothing here enume
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Any, Hashable
+from typing import Any
 
 import numpy as np
 
+from pdanet import limits
 from pdanet.automata.alphabet import Alphabet
 from pdanet.automata.base import BatchTrace, Machine
 from pdanet.automata.dfa import DFA
+from pdanet.automata.lazy import LAZY_ABOVE, BracketAlphabet, BracketSymbols, NextSet, bracket
 from pdanet.errors import CompileError, InputError, SearchBoundError
 
 _PAIRS = ("()", "[]", "{}", "<>")
-END = "$"
+END = "$"  # the same as pdanet.automata.lazy.END
 
 
 @dataclass(frozen=True)
@@ -44,8 +47,13 @@ class DyckConfig:
 class DyckKM(Machine):
     """The Dyck-(k, m) generator (Hewitt et al. 2020). Input symbols: k opens then k closes.
 
-    For k ≤ 4 the brackets are the characters ``()[]{}<>``; for larger k they are the tokens
-    ``(i`` and ``)i`` for i = 0..k-1 (strings are then written space-separated).
+    For k ≤ 4 the brackets are the characters ``()[]{}<>``; for k ≥ 5 they are the tokens
+    ``(0 (1 … (k-1`` and ``)0 )1 … )k-1`` (strings are then written space-separated, e.g.
+    ``"(0 (7 )7 )0"``). Above `pdanet.automata.lazy.LAZY_ABOVE` symbols the alphabets are
+    `BracketAlphabet` s, which print and parse the i-th bracket arithmetically, and the outputs
+    are `NextSet` s, which do not list the opens: so stepping Dyck-(10⁹, m) costs what
+    Dyck-(5, m) does. What must enumerate the alphabet (dense networks, diagrams, exhaustive
+    verification, the ``output`` field of `run_batch`) checks `pdanet.limits` first.
     """
 
     output_kind = "next_set"
@@ -60,24 +68,39 @@ class DyckKM(Machine):
         self.name = f"dyck({self.k},{self.m})"
 
     # symbols -----------------------------------------------------------------------------------
-    @cached_property
-    def opens(self) -> tuple[str, ...]:
-        if self.k <= len(_PAIRS):
-            return tuple(p[0] for p in _PAIRS[: self.k])
-        return tuple(f"({i}" for i in range(self.k))
+    @property
+    def lazy(self) -> bool:
+        """True when the symbols are computed on demand (2k + 1 > `LAZY_ABOVE`)."""
+        return 2 * self.k + 1 > LAZY_ABOVE
 
     @cached_property
-    def closes(self) -> tuple[str, ...]:
+    def opens(self) -> Sequence[str]:
+        """The open brackets, in order (a tuple, or a `BracketSymbols` view when `lazy`)."""
+        if self.k <= len(_PAIRS):
+            return tuple(p[0] for p in _PAIRS[: self.k])
+        if self.lazy:
+            return BracketSymbols(self.k, part="opens")
+        return tuple(bracket(i, self.k) for i in range(self.k))
+
+    @cached_property
+    def closes(self) -> Sequence[str]:
+        """The close brackets, in order (as `opens`)."""
         if self.k <= len(_PAIRS):
             return tuple(p[1] for p in _PAIRS[: self.k])
-        return tuple(f"){i}" for i in range(self.k))
+        if self.lazy:
+            return BracketSymbols(self.k, part="closes")
+        return tuple(bracket(self.k + i, self.k) for i in range(self.k))
 
     @cached_property
     def alphabet(self) -> Alphabet:  # type: ignore[override]
+        if self.lazy:
+            return BracketAlphabet(self.k)
         return Alphabet(self.opens + self.closes)
 
     @cached_property
     def output_alphabet(self) -> Alphabet:  # type: ignore[override]
+        if self.lazy:
+            return BracketAlphabet(self.k, with_end=True)
         return Alphabet(self.opens + self.closes + (END,))
 
     def open_id(self, i: int) -> int:
@@ -127,9 +150,13 @@ class DyckKM(Machine):
             return DyckConfig(config.stack, True)
         return DyckConfig(config.stack[:-1])
 
-    def output(self, config: DyckConfig) -> frozenset:
+    def output(self, config: DyckConfig) -> frozenset | NextSet:
+        """The allowed next symbols (a frozenset; a `NextSet` equal to it when `lazy`)."""
         if config.dead:
             return frozenset()
+        if self.lazy:
+            close = self.closes[config.stack[-1]] if config.depth > 0 else END
+            return NextSet(self.k, config.depth < self.m, close)
         allowed = set()
         if config.depth < self.m:
             allowed.update(self.opens)
@@ -169,6 +196,11 @@ class DyckKM(Machine):
         ids, lengths = self.check_ids(ids, lengths)
         B, T = ids.shape
         k, m = self.k, self.m
+        if with_output:
+            limits.check(f"the 'output' field of {self!r}.run_batch ({B}×{T + 1} steps × "
+                         f"{2 * k + 1} symbols)", B * (T + 1) * (2 * k + 1), "max_bytes",
+                         hint="pass with_output=False (the allowed sets follow from depth and "
+                              "top), or use a smaller k")
         bits = max(1, (k - 1).bit_length())                           # an open's type fits in bits
         key_dtype = next(t for t in (np.uint16, np.uint32, np.uint64)
                          if (T + 1) << bits <= np.iinfo(t).max)

@@ -9,7 +9,8 @@ other ``gamma``). So ``(q, a, X): (q2, (Y, X))`` pushes ``Y`` and
 ``(q, a, BOTTOM): (q2, (BOTTOM,))`` leaves the stack alone.
 
 Configurations (`PDAConfig`) hold the state and the stack written bottom first, `BOTTOM` at index 0
-and the top last. ``depth`` counts the symbols above `BOTTOM`. A missing transition blocks the
+and the top last: a `Stack`, which equals (and hashes as) the tuple of its symbols and shares its
+cells with the configurations before it, so a move costs O(1) at any depth. ``depth`` counts the symbols above `BOTTOM`. A missing transition blocks the
 machine: the dead configuration ``PDAConfig(None, ())`` (depth -1), which rejects every extension.
 
 Deterministic semantics (`DPDA`). The configuration after a prefix is its ε-closure end: from the
@@ -26,15 +27,17 @@ found breadth first, with an explicit bound on its size); it accepts when any me
 
 from __future__ import annotations
 
+import sys
 from collections import deque
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Hashable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from pdanet.automata.alphabet import BOTTOM, EPSILON, Alphabet
-from pdanet.automata.base import BatchTrace, Machine, StateIndexed
+from pdanet.automata.base import BatchTrace, Machine, StateIndexed, Step
 from pdanet.errors import (
     AutomatonError,
     CompileError,
@@ -48,13 +51,205 @@ ACCEPTANCE_MODES = ("final_state", "empty_stack")
 STACK_OPS = ("noop", "push", "pop", "replace")
 
 
+# --- persistent stacks ----------------------------------------------------------------------------
+_MASK = (1 << 64) - 1
+_XX1, _XX2, _XX5 = 11400714785074694791, 14029467366897019727, 2870177450012600261
+
+
+def _xx_push(acc: int, item_hash: int) -> int:
+    """One round of CPython's (3.8+, 64-bit) tuple hash over one more element."""
+    acc = (acc + (item_hash & _MASK) * _XX2) & _MASK
+    acc = ((acc << 31) | (acc >> 33)) & _MASK
+    return (acc * _XX1) & _MASK
+
+
+def _xx_finish(acc: int, n: int) -> int:
+    acc = (acc + (n ^ (_XX5 ^ 3527539))) & _MASK
+    if acc == _MASK:
+        return 1546275796
+    return acc - (1 << 64) if acc >> 63 else acc
+
+
+class Stack(Sequence):
+    """An immutable stack written bottom first (``s[0]`` the bottom, ``s[-1]`` the top), stored as
+    a linked list of cells that share their tails: `push` and `pop` are O(1) and never copy, so a
+    run of n steps costs O(n) however deep the stack gets.
+
+    It is a value: it compares equal to any tuple (or Stack) with the same symbols bottom first,
+    and hashes like that tuple (the hash is kept per cell, so hashing is O(1) too). Reading the top,
+    the length and the hash is O(1); ``s[i]`` costs O(len(s) − i); iterating, slicing and
+    ``tuple(s)`` cost O(len(s)).
+    """
+
+    __slots__ = ("__weakref__", "_acc", "_below", "_len", "_top")
+
+    _below: Stack | None
+    _top: Any
+    _len: int
+    _acc: int | None          # the tuple-hash accumulator, computed on first hash
+
+    def __new__(cls, symbols: Iterable[Hashable] = ()) -> Stack:
+        if isinstance(symbols, Stack):
+            return symbols
+        out = _EMPTY_STACK
+        for s in symbols:
+            out = out.push(s)
+        return out
+
+    @classmethod
+    def _cell(cls, below: Stack | None, top: Any, n: int, acc: int | None) -> Stack:
+        cell = object.__new__(cls)
+        cell._below, cell._top, cell._len, cell._acc = below, top, n, acc
+        return cell
+
+    # --- O(1) --------------------------------------------------------------------------------
+    def push(self, *symbols: Hashable) -> Stack:
+        """The stack with ``symbols`` pushed in order (the last one ends on top)."""
+        out = self
+        new = object.__new__
+        for s in symbols:
+            cell = new(Stack)
+            cell._below, cell._top, cell._len, cell._acc = out, s, out._len + 1, None
+            out = cell
+        return out
+
+    def _accumulator(self) -> int:
+        """The tuple-hash accumulator of this cell, filling in those of the cells below it that
+        lack one (each cell's is computed once, so hashing is amortised O(1) per push)."""
+        if self._acc is not None:
+            return self._acc
+        pending = []
+        cell = self
+        while cell._acc is None:
+            pending.append(cell)
+            cell = cell._below
+        acc = cell._acc
+        for c in reversed(pending):
+            acc = _xx_push(acc, hash(c._top))
+            c._acc = acc
+        return acc
+
+    def pop(self) -> Stack:
+        """The stack without its top; IndexError when empty."""
+        if self._below is None:
+            raise IndexError("pop from an empty stack")
+        return self._below
+
+    @property
+    def top(self) -> Any:
+        """The top symbol; IndexError when empty."""
+        if self._below is None:
+            raise IndexError("the stack is empty")
+        return self._top
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __bool__(self) -> bool:
+        return self._len > 0
+
+    def __hash__(self) -> int:
+        if _TUPLE_HASH:
+            return _xx_finish(self._accumulator(), self._len)
+        return hash(tuple(self))
+
+    # --- O(len) ------------------------------------------------------------------------------
+    def _cells_top_first(self) -> Iterator[Any]:
+        cell = self
+        while cell._below is not None:
+            yield cell._top
+            cell = cell._below
+
+    def __iter__(self) -> Iterator[Any]:
+        return reversed(list(self._cells_top_first()))
+
+    def __reversed__(self) -> Iterator[Any]:
+        return self._cells_top_first()
+
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return tuple(self)[i]
+        n = self._len
+        if not isinstance(i, (int, np.integer)) or isinstance(i, bool):
+            raise TypeError(f"stack indices must be integers or slices, not {type(i).__name__}")
+        j = int(i) + n if i < 0 else int(i)
+        if not 0 <= j < n:
+            raise IndexError("stack index out of range")
+        cell = self
+        for _ in range(n - 1 - j):
+            cell = cell._below
+        return cell._top
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Stack):
+            a, b = self, other
+            if a._len != b._len or (a._acc is not None and b._acc is not None
+                                    and a._acc != b._acc):
+                return False
+            while a is not b:                  # stop where the two share their tail
+                if a._top != b._top:
+                    return False
+                a, b = a._below, b._below
+            return True
+        if isinstance(other, tuple):
+            return self._len == len(other) and tuple(self) == other
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __add__(self, other: Iterable[Hashable]) -> Stack:
+        """Push the symbols of a tuple (or stack) in order, bottom first."""
+        if not isinstance(other, (tuple, Stack)):
+            return NotImplemented
+        return self.push(*other)
+
+    def __radd__(self, other: tuple) -> Stack:
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Stack(other).push(*self)
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+    def __reduce__(self):
+        return (Stack, (tuple(self),))
+
+
+_EMPTY_STACK = Stack._cell(None, None, 0, _XX5)
+
+
+def _tuple_hash_matches() -> bool:
+    """Whether this interpreter's tuple hash is the one `_xx_push` reproduces."""
+    if sys.hash_info.width != 64:
+        return False
+    for sample in ((), (1,), ("a", BOTTOM, 3), tuple(range(40))):
+        acc = _XX5
+        for s in sample:
+            acc = _xx_push(acc, hash(s))
+        if _xx_finish(acc, len(sample)) != hash(sample):
+            return False
+    return True
+
+
+_TUPLE_HASH = _tuple_hash_matches()
+
+
 @dataclass(frozen=True)
 class PDAConfig:
-    """A pushdown configuration: ``state`` (None = dead/blocked) and ``stack``, a tuple written
-    bottom first with `BOTTOM` at index 0 (empty for the dead configuration)."""
+    """A pushdown configuration: ``state`` (None = dead/blocked) and ``stack``, a `Stack` written
+    bottom first with `BOTTOM` at index 0 (empty for the dead configuration). A tuple given as
+    ``stack`` is converted; the stack compares equal to the tuple of its symbols, so
+    ``PDAConfig(q, (BOTTOM, "A")) == machine.run("a")`` reads as before. Configurations share
+    stack cells with their predecessors, so a step costs O(1) whatever the depth."""
 
     state: Hashable | None
-    stack: tuple = (BOTTOM,)
+    stack: Stack = (BOTTOM,)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.stack, Stack):
+            object.__setattr__(self, "stack", Stack(self.stack))
 
     @property
     def depth(self) -> int:
@@ -63,14 +258,14 @@ class PDAConfig:
 
     @property
     def top(self) -> Hashable | None:
-        return self.stack[-1] if self.stack else None
+        return self.stack.top if self.stack else None
 
     @property
     def dead(self) -> bool:
         return self.state is None
 
 
-DEAD = PDAConfig(None, ())
+DEAD = PDAConfig(None, Stack())
 
 
 @dataclass(frozen=True)
@@ -238,7 +433,7 @@ def enterable_nodes(start: Hashable, moves: Iterable[tuple[tuple, Hashable, tupl
     changed = True
     while changed:
         changed = False
-        for node in list(nodes):
+        for node in list(nodes):  # noqa: PERF101 (the loop adds to nodes)
             for q2, gamma in by_node.get(node, ()):
                 new_syms = set(gamma) - pushed
                 if new_syms:
@@ -495,16 +690,18 @@ class DeterministicPushdown(StateIndexed, Machine):
         return PDAConfig(state, stack)
 
     def dead_config(self) -> PDAConfig:
-        return self._make_config(None, (), ())
+        return self._make_config(None, Stack(), ())
 
-    def _move(self, state, stack: tuple, a) -> tuple | None:
-        move = self._trans.get((state, a, stack[-1]))
+    def _move(self, state, stack: Stack, a) -> tuple | None:
+        move = self._trans.get((state, a, stack.top))
         if move is None:
             return None
         q2, out, gamma = move
-        return q2, stack[:-1] + gamma[::-1], out
+        if gamma and gamma[-1] == stack.top:          # the cell of the top stays
+            return q2, stack.push(*gamma[-2::-1]), out
+        return q2, stack.pop().push(*gamma[::-1]), out
 
-    def _closure(self, state, stack: tuple, out: tuple) -> tuple:
+    def _closure(self, state, stack: Stack, out: tuple) -> tuple:
         """Follow ε-moves while one applies (finite: ε-loops are rejected at construction)."""
         while True:
             nxt = self._move(state, stack, EPSILON)
@@ -514,7 +711,7 @@ class DeterministicPushdown(StateIndexed, Machine):
             out = out + more
 
     def initial(self) -> PDAConfig:
-        state, stack, out = self._closure(self.start, (BOTTOM,), ())
+        state, stack, out = self._closure(self.start, Stack((BOTTOM,)), ())
         return self._make_config(state, stack, out)
 
     def step(self, config: PDAConfig, symbol: Hashable) -> PDAConfig:
@@ -531,16 +728,77 @@ class DeterministicPushdown(StateIndexed, Machine):
     def is_dead(self, config: PDAConfig) -> bool:
         return config.state is None
 
+    @cached_property
+    def _moves(self) -> tuple[dict, dict]:
+        """The transitions as stack edits: {(q, a, X): (q2, out, keep, pushed)} for the input
+        moves and {(q, X): …} for the ε-moves, where ``keep`` says that γ ends with X (the cell
+        of X stays: a noop or a push) and ``pushed`` lists the symbols then pushed, bottom first."""
+        reads, eps = {}, {}
+        for (q, a, x), (q2, out, gamma) in self._trans.items():
+            keep = bool(gamma) and gamma[-1] == x
+            edit = (q2, out, keep, tuple(reversed(gamma[:-1] if keep else gamma)))
+            if a is EPSILON:
+                eps[(q, x)] = edit
+            else:
+                reads[(q, a, x)] = edit
+        return reads, eps
+
+    def _walk(self, symbols: Sequence[Hashable]) -> Iterator[tuple]:
+        """(state, stack, emitted) after the initial closure and after each symbol (validated
+        symbols); state None once dead. O(1) per move: the stack is a shared-tail `Stack`."""
+        trans, eps = self._moves
+        state, stack, out = self._closure(self.start, Stack((BOTTOM,)), ())
+        yield state, stack, out
+        dead = (None, Stack(), ())
+        new = object.__new__
+        for a in symbols:
+            if state is None:
+                yield dead
+                continue
+            move = trans.get((state, a, stack._top))
+            if move is None:
+                state = None
+                yield dead
+                continue
+            state, out, keep, pushed = move
+            while True:
+                if not keep:
+                    stack = stack._below
+                for y in pushed:
+                    cell = new(Stack)
+                    cell._below, cell._top, cell._len, cell._acc = stack, y, stack._len + 1, None
+                    stack = cell
+                if not eps or (state, stack._top) not in eps:
+                    break
+                state, more, keep, pushed = eps[(state, stack._top)]
+                if more:
+                    out = out + more
+            yield state, stack, out
+
+    def run(self, string: str | Sequence[Hashable]) -> PDAConfig:
+        """The configuration after reading the whole string (O(1) per move)."""
+        last = None
+        for last in self._walk(self.alphabet.split(string)):
+            pass
+        return self._make_config(*last)
+
+    def iter_trace(self, string: str | Sequence[Hashable]) -> Iterator[Step]:
+        symbols = self.alphabet.split(string)
+        make, output = self._make_config, self.output
+        for i, (state, stack, out) in enumerate(self._walk(symbols)):
+            config = make(state, stack, out)
+            yield Step(symbols[i - 1] if i else None, config, output(config))
+
     def depth_profile(self, string: str | Sequence[Hashable]) -> list[int | None]:
         """Stack depth (symbols above BOTTOM) after each prefix, the empty one first; None once
         dead."""
         return [None if s.config.state is None else s.config.depth for s in self.iter_trace(string)]
 
     # --- normal form ----------------------------------------------------------------------------
-    def _rebuild(self, states: tuple, trans: dict) -> "DeterministicPushdown":
+    def _rebuild(self, states: tuple, trans: dict) -> DeterministicPushdown:
         raise NotImplementedError
 
-    def normal_form(self) -> "DeterministicPushdown":
+    def normal_form(self) -> DeterministicPushdown:
         """An equivalent machine whose every transition is noop, push Y (gamma = (Y, X)), pop
         (gamma = ()) or replace with Y (gamma = (Y,)).
 
@@ -609,10 +867,13 @@ class DeterministicPushdown(StateIndexed, Machine):
         return {"next": nxt, "glen": glen, "gsym": gsym, "olen": olen, "osym": osym, "L": L,
                 "W": W, "eps": k}
 
-    def _simulate(self, ids: np.ndarray, lengths: np.ndarray) -> dict:
+    def _simulate(self, ids: np.ndarray, lengths: np.ndarray, window: int | None = None) -> dict:
         """Vectorised over the batch: the stack is an int array (B, capacity) with a top-index
         pointer per row; the loop runs over time and, within a time step, over ε-closure rounds
-        (each round moves every row that still has an ε-move). Returns per-time arrays."""
+        (each round moves every row that still has an ε-move); a move costs O(1) per row.
+        Returns per-time arrays. With ``window`` = w, the whole stack is not kept per step:
+        ``stack_top`` (B, T+1, w) holds the codes of the top w cells, top first (-1 below the
+        bottom and once dead), so memory is O(B·T·w) however deep the stacks get."""
         tab = self._tables
         nxt, glen, gsym = tab["next"], tab["glen"], tab["gsym"]
         olen, osym = tab["olen"], tab["osym"]
@@ -660,10 +921,10 @@ class DeterministicPushdown(StateIndexed, Machine):
             valid = cols_push[None, :] < n_push[:, None]
             rr = np.broadcast_to(r[:, None], pos.shape)
             stack[rr[valid], pos[valid]] = gsym[idx][valid]
-            # clear the cells above the new top (vectorised over the rows' stack cells)
-            sub = stack[r]
-            sub[np.arange(cap)[None, :] > new_h[:, None]] = -1
-            stack[r] = sub
+            # clear the popped cell (a move pops one cell and writes from there up, so only a
+            # move that pushes nothing leaves a cell above the new top): O(1) per row
+            popped = n_push == 0
+            stack[r[popped], old_h[popped]] = -1
             h[r] = new_h
             q[r] = q2[ok]
             n_out = olen[idx]
@@ -679,7 +940,11 @@ class DeterministicPushdown(StateIndexed, Machine):
                 emit[er[evalid], epos[evalid]] = osym[idx][evalid]
                 ecount[r] += n_out
 
+        realtime = self.is_realtime
+
         def closure(active: np.ndarray) -> None:
+            if realtime:                         # no ε-moves at all
+                return
             rounds = 0
             limit = round_cap_base * (int(h.max(initial=0)) + 2)
             while True:
@@ -700,8 +965,15 @@ class DeterministicPushdown(StateIndexed, Machine):
 
         hist_stack, hist_q, hist_h, hist_emit, hist_ecount = [], [], [], [], []
 
+        offsets = np.arange(window if window else 0)
+
         def record() -> None:
-            hist_stack.append(stack.copy())
+            if window:
+                pos = h[:, None] - offsets[None, :]
+                hist_stack.append(np.where(pos >= 0, stack[rows_all[:, None],
+                                                           np.maximum(pos, 0)], -1))
+            else:
+                hist_stack.append(stack.copy())
             hist_q.append(q.copy())
             hist_h.append(h.copy())
             hist_emit.append(emit.copy())
@@ -718,22 +990,56 @@ class DeterministicPushdown(StateIndexed, Machine):
                 apply(r, ids[r, t])
             closure(active)
             record()
+        if window:
+            state = np.stack(hist_q, axis=1)
+            depth = np.stack(hist_h, axis=1)
+            stack_top = np.stack(hist_stack, axis=1)
+            return {"state": state, "stack_top": stack_top, "depth": depth,
+                    "top": stack_top[..., 0], "emitted": self._stack_emitted(
+                        B, T, hist_emit, hist_ecount),
+                    "emitted_count": np.stack(hist_ecount, axis=1)}
         D = max(int(max((hh.max(initial=0) for hh in hist_h), default=0)) + 1, 1)
         stacks = np.full((B, T + 1, D), -1, dtype=np.int64)
         for t, s in enumerate(hist_stack):
             w = min(D, s.shape[1])
             stacks[:, t, :w] = s[:, :w]
-        W = max(int(max((e.max(initial=0) for e in hist_ecount), default=0)), 1)
-        emits = np.full((B, T + 1, W), -1, dtype=np.int64)
-        for t, e in enumerate(hist_emit):
-            w = min(W, e.shape[1])
-            emits[:, t, :w] = e[:, :w]
+        emits = self._stack_emitted(B, T, hist_emit, hist_ecount)
         state = np.stack(hist_q, axis=1)
         depth = np.stack(hist_h, axis=1)
         top = np.where(depth >= 0, np.take_along_axis(
             stacks, np.maximum(depth, 0)[..., None], axis=2)[..., 0], -1)
         return {"state": state, "stack": stacks, "depth": depth, "top": top, "emitted": emits,
                 "emitted_count": np.stack(hist_ecount, axis=1)}
+
+    @staticmethod
+    def _stack_emitted(B: int, T: int, hist_emit: list, hist_ecount: list) -> np.ndarray:
+        W = max(int(max((e.max(initial=0) for e in hist_ecount), default=0)), 1)
+        emits = np.full((B, T + 1, W), -1, dtype=np.int64)
+        for t, e in enumerate(hist_emit):
+            w = min(W, e.shape[1])
+            emits[:, t, :w] = e[:, :w]
+        return emits
+
+    def output_field(self, sim: dict) -> np.ndarray:
+        """The ``output`` field of `run_batch` from the simulation's arrays: accepted (bool) for a
+        recogniser; the emitted output index (-1 none) for a "symbol" transducer, the emitted
+        indices (…, W) otherwise."""
+        if self.output_alphabet is None:
+            return self.accept_array(sim["state"], sim["depth"])
+        emitted = sim["emitted"]
+        return emitted[..., 0] if self.output_kind == "symbol" else emitted
+
+    def run_batch_window(self, ids: np.ndarray, lengths: np.ndarray | None = None,
+                         cells: int = 3) -> BatchTrace:
+        """`run_batch` without whole stacks: ``state``, ``depth``, ``top``, ``output`` and
+        ``stack_top`` (B, T+1, cells), the codes of the top ``cells`` cells, top first (-1 below
+        BOTTOM and once dead). Memory O(B·T·cells), however deep the stacks get: the form in
+        which `pdanet.verify` compares very long strings incrementally."""
+        ids, lengths = self.check_ids(ids, lengths)
+        sim = self._simulate(ids, lengths, window=max(int(cells), 1))
+        fields = {k: sim[k] for k in ("state", "stack_top", "depth", "top")}
+        fields["output"] = self.output_field(sim)
+        return BatchTrace(lengths, fields)
 
     # --- depth bounds ---------------------------------------------------------------------------
     def bounded(self, m: int):
@@ -799,7 +1105,7 @@ class DPDA(DeterministicPushdown):
         """{(q, a, X): (q2, gamma)} with gamma normalised to a tuple."""
         return {k: (q2, g) for k, (q2, _, g) in self._trans.items()}
 
-    def _rebuild(self, states: tuple, trans: dict) -> "DPDA":
+    def _rebuild(self, states: tuple, trans: dict) -> DPDA:
         return DPDA(states, self.alphabet, self.stack_alphabet,
                     {k: (q2, g) for k, (q2, _, g) in trans.items()}, self.start, self.accepting,
                     self.acceptance, self.name)
@@ -935,8 +1241,8 @@ class PDA(Machine):
 
     def _moves(self, config: PDAConfig, a) -> Iterable[PDAConfig]:
         stack = config.stack
-        for q2, gamma in self.transitions.get((config.state, a, stack[-1]), ()):
-            yield PDAConfig(q2, stack[:-1] + gamma[::-1])
+        for q2, gamma in self.transitions.get((config.state, a, stack.top), ()):
+            yield PDAConfig(q2, stack.pop().push(*gamma[::-1]))
 
     def _closure(self, configs: Iterable[PDAConfig], where: str) -> frozenset:
         seen = set(configs)
@@ -956,7 +1262,7 @@ class PDA(Machine):
         return frozenset(seen)
 
     def initial(self) -> frozenset:
-        return self._closure([PDAConfig(self.start, (BOTTOM,))], "the initial ε-closure")
+        return self._closure([PDAConfig(self.start, Stack((BOTTOM,)))], "the initial ε-closure")
 
     def step(self, config: frozenset, symbol: Hashable) -> frozenset:
         """All configurations reached by one move reading `symbol`, then their ε-closure."""
@@ -1006,6 +1312,6 @@ class PDA(Machine):
         )
 
 
-__all__ = ["PDAConfig", "DPDA", "PDA", "AuxState", "DeterministicPushdown", "stack_op",
+__all__ = ["PDAConfig", "Stack", "DPDA", "PDA", "AuxState", "DeterministicPushdown", "stack_op",
            "find_epsilon_loops", "enterable_nodes", "normalise_gamma", "ACCEPTANCE_MODES",
            "STACK_OPS", "DEAD"]

@@ -17,7 +17,8 @@ Store contents are a tuple written *bottom end first* (index 0) and *top end las
 - ``"deque"``: looks at the end named by ``reads[q]`` ("top" unless given); ops ``"noop"``,
   ``("push_top", Y)``, ``("push_bottom", Y)``, ``"pop_top"``, ``"pop_bottom"``.
 
-Popping an empty store is an error at construction (a transition reading `BOTTOM` may not pop).
+A stack's contents are a `pdanet.automata.pda.Stack` (equal to the tuple; a step is O(1)); a queue's
+and a deque's are tuples (a step copies them). Popping an empty store is an error at construction (a transition reading `BOTTOM` may not pop).
 `run_batch` fields (B, T+1, …): ``state`` (-1 dead), ``store`` (codes bottom end first, -1
 padding, width = the longest store in the batch, at least 1), ``size`` (-1 dead) and ``output``
 (index into ``output_alphabet``, -1 for none).
@@ -32,8 +33,10 @@ from typing import Any
 
 import numpy as np
 
+from pdanet import limits
 from pdanet.automata.alphabet import BOTTOM, EPSILON, Alphabet
 from pdanet.automata.base import BatchTrace, Machine, hold_after_length
+from pdanet.automata.pda import Stack
 from pdanet.errors import AutomatonError, InputError
 
 STORE_KINDS = ("stack", "queue", "deque")
@@ -199,7 +202,9 @@ class StoreTransducer(Machine):
 
     # --- the protocol ---------------------------------------------------------------------------
     def initial(self) -> StoreConfig:
-        return StoreConfig(self.start, (), None)
+        """The start state with an empty store (for a stack, an empty `Stack`: equal to ``()``,
+        and O(1) per push and pop)."""
+        return StoreConfig(self.start, Stack() if self.store == "stack" else (), None)
 
     def _look(self, q: Hashable, store: tuple) -> Hashable:
         if not store:
@@ -215,6 +220,13 @@ class StoreTransducer(Machine):
         if move is None:
             return StoreConfig(None, (), None)
         s = config.store
+        if self.store == "stack":           # shared-tail stack: O(1) per step
+            s = Stack(s)
+            if move.pop_end == "top":
+                s = s.pop()
+            if move.push_end == "top":
+                s = s.push(move.symbol)
+            return StoreConfig(move.target, s, move.output)
         if move.pop_end == "top":
             s = s[:-1]
         elif move.pop_end == "bottom":
@@ -287,7 +299,8 @@ class StoreTransducer(Machine):
         states = np.empty((B, T + 1), dtype=np.int64)
         sizes = np.empty((B, T + 1), dtype=np.int64)
         outs = np.full((B, T + 1), -1, dtype=np.int64)
-        snaps = np.full((B, T + 1, T), -1, dtype=np.int64) if T else np.full((B, 1, 1), -1)
+        snaps = [np.full((B, 0), -1, dtype=np.int64)]      # the stores, as wide as needed
+        held = 0                                             # bytes held by the snapshots
         cols = np.arange(T)
         states[:, 0], sizes[:, 0] = q, 0
         for t in range(T):
@@ -312,13 +325,21 @@ class StoreTransducer(Machine):
             dead = r[q2 < 0]
             lo[dead] = hi[dead] = T
             states[:, t + 1] = q
-            sizes[:, t + 1] = np.where(q >= 0, hi - lo, -1)
-            gather = np.minimum(lo[:, None] + cols[None, :], 2 * T)
-            snaps[:, t + 1] = np.where(cols[None, :] < (hi - lo)[:, None],
-                                       np.take_along_axis(buf, gather, axis=1), -1)
+            size = np.where(q >= 0, hi - lo, -1)
+            sizes[:, t + 1] = size
+            w = int(size.max(initial=0))                     # O(B·w) per step, not O(B·T)
+            held += 8 * B * w
+            if held > limits.current().max_bytes:
+                limits.check(f"the 'store' field of {self!r}.run_batch ({B} rows, {T} steps, "
+                             f"stores up to {w} symbols so far)", 2 * held, "max_bytes",
+                             hint="check fewer or shorter strings per batch")
+            gather = np.minimum(lo[:, None] + cols[None, :w], 2 * T)
+            snaps.append(np.where(cols[None, :w] < size[:, None],
+                                  np.take_along_axis(buf, gather, axis=1), -1))
         W = max(int(sizes.max(initial=0)), 1)
-        store = snaps[:, :, :W] if snaps.shape[2] >= W else np.pad(
-            snaps, ((0, 0), (0, 0), (0, W - snaps.shape[2])), constant_values=-1)
+        store = np.full((B, T + 1, W), -1, dtype=np.int64)
+        for t, snap in enumerate(snaps):
+            store[:, t, :snap.shape[1]] = snap
         fields = {"state": hold_after_length(states, lengths),
                   "store": hold_after_length(store, lengths),
                   "size": hold_after_length(sizes, lengths),

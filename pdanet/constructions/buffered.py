@@ -47,8 +47,9 @@ import sympy as sp
 import torch
 from torch import nn
 
+from pdanet import limits
 from pdanet.automata.alphabet import EPSILON
-from pdanet.automata.pda import DeterministicPushdown
+from pdanet.automata.pda import DPDA, DeterministicPushdown
 from pdanet.automata.pdt import DPDT
 from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact, register
 from pdanet.constructions.controllers import BETA, _codes, _Stratified, _SymbolCodes
@@ -192,8 +193,14 @@ class BufferedStackRNN(nn.Module):
     docstring for the step and for the layout of ``states`` and ``logits``)."""
 
     def __init__(self, num_symbols: int, hidden: int, width: int, num_outputs: int,
-                 codes: np.ndarray, max_rounds: int):
+                 codes: np.ndarray, max_rounds: int, acceptance: str | None = None):
         super().__init__()
+        # a recogniser (DPDA) reads its verdict from the controller state: the logits at each
+        # input boundary are [Σ ind(h_j) over units entering an accepting state − 1/2 (or, under
+        # empty-stack acceptance, over all units: alive); the number of stack cells]
+        self.acceptance = acceptance
+        if acceptance is not None:
+            self.accept = nn.Linear(hidden, 1)
         self.width, self.num_outputs, self.max_rounds = width, num_outputs, max_rounds
         self.embedding = nn.Embedding(num_symbols, num_symbols)   # the input buffer's items
         self.cell = nn.RNNCell(num_symbols + width, hidden, nonlinearity="tanh")
@@ -286,7 +293,10 @@ class BufferedStackRNN(nn.Module):
         h = torch.where(dead[..., None], -torch.ones_like(pick(Hs)), pick(Hs))
         e = pick(count)
         e = torch.where(dead, torch.cummax(torch.where(dead, 0, e), 1).values, e)
-        states = torch.cat([h, pick(Rs), pick(sizes)[..., None], e[..., None], pick(contents)], 2)
+        n = pick(sizes)
+        states = torch.cat([h, pick(Rs), n[..., None], e[..., None], pick(contents)], 2)
+        if self.acceptance is not None:
+            return states, torch.cat([self.accept(h), n[..., None]], 2)
         # the output buffer (Hao et al. §2.3): enqueue every y_k with strength o_k, then drain
         total = int(count[:, -1].max()) if count.numel() else 0
         outbuf = OutputBuffer()
@@ -333,7 +343,32 @@ def _decoder(units: list[_Unit], C: int, c0: int, n_states: int, G: int, m: int,
     return decode
 
 
-def _reader(n_out: int, kind: str):
+def _accept_weights(units: list[_Unit], c0: int, machine: DeterministicPushdown,
+                    acceptance: str) -> dict:
+    """The DPDA verdict head: Σ_j a_j ind(h_j) − 1/2 with a_j = 1 for the units (and the start
+    unit) entering an accepting controller state, or for every unit under empty-stack
+    acceptance (then it says "alive" and the reader also asks for zero stack cells)."""
+    Fr = Fraction
+    n = len(machine.states)
+
+    def good(c: int) -> bool:
+        return acceptance == "empty_stack" or (c < n and machine.states[c] in machine.accepting)
+
+    a = [good(c0)] + [good(u.move.c2) for u in units]
+    W = np.array([[Fr(int(x), 2) for x in a]], dtype=object)
+    b = np.array([Fr(sum(a), 2) - Fr(1, 2)], dtype=object)
+    return {"accept.weight": ExactWeight.of(W, False), "accept.bias": ExactWeight.of(b, False)}
+
+
+def _reader(n_out: int, kind: str, acceptance: str | None = None):
+    if acceptance is not None:             # a DPDA: [accepting-state score, stack cells]
+        def accept(logits: np.ndarray) -> np.ndarray:
+            y = np.asarray(logits)
+            ok = y[..., 0] > 0
+            return ok & (np.rint(y[..., 1]) == 0) if acceptance == "empty_stack" else ok
+
+        return accept
+
     def read(logits: np.ndarray) -> np.ndarray:
         y = np.asarray(logits)
         y = y.reshape(y.shape[:2] + (-1, max(n_out, 1)))
@@ -343,23 +378,35 @@ def _reader(n_out: int, kind: str):
     return read
 
 
-def compile_buffered(machine: DPDT, dtype: torch.dtype = torch.float32,
+def compile_buffered(machine: DeterministicPushdown, dtype: torch.dtype = torch.float32,
                      code: str = "binary") -> CompiledNetwork:
-    """Compile a DPDT with ε-moves into the buffered stack RNN (module docstring).
-    ``code``: "binary" or "one_hot" stack-symbol codes."""
-    if not isinstance(machine, DPDT):
-        raise CompileError(f"{machine!r} is not a DPDT; the buffered target compiles "
-                           "deterministic pushdown transducers")
+    """Compile a DPDT or DPDA with ε-moves into the buffered stack RNN (module docstring).
+    ``code``: "binary" or "one_hot" stack-symbol codes. For a DPDA the readout is its verdict at
+    each input boundary: the controller state is accepting (``final_state``), or the network is
+    alive with no stack cell (``empty_stack``)."""
+    if not isinstance(machine, DeterministicPushdown):
+        raise CompileError(f"{machine!r} is not a DPDT or DPDA; the buffered target compiles "
+                           "deterministic pushdown machines")
+    acceptance = None if isinstance(machine, DPDT) else machine.acceptance
     m = machine if machine.is_normal else machine.normal_form()
     units, C, c0, names = _units(m)
     K, G = len(m.alphabet), len(m.stack_alphabet)
-    n_out = max(len(machine.output_alphabet), 1)
+    H = len(units) + 1
+    params = H * (K + G + 1) + H * H + H * (G + 6 + len(machine.output_alphabet or ()))
+    what = f"compiling {machine!r} to buffered_stack_rnn ({H:,} hidden units)"
+    limits.check(what, H, "max_units", hint="use a smaller machine")
+    limits.check(f"{what}, {params:,} parameters", 32 * params, "max_bytes",
+                 hint="use a smaller machine")
+    n_out = max(len(machine.output_alphabet or ()), 1)
     codes = _codes(G, code)
     weights = _weights(units, K, codes, n_out, c0)
     # a bound on network steps per input symbol: an ε-chain that does not pop has no repeated
     # (controller state, top) pair, and each pop removes a symbol pushed by an earlier move
     rounds = 2 * (C * (G + 1) + 1)
-    module = BufferedStackRNN(K, len(units) + 1, codes.shape[1], n_out, codes, rounds)
+    if acceptance is not None:
+        weights.update(_accept_weights(units, c0, machine, acceptance))
+    module = BufferedStackRNN(K, len(units) + 1, codes.shape[1], n_out, codes, rounds,
+                              acceptance)
     module = load_exact(module, weights, BETA, dtype)
     kind = getattr(machine, "output_kind", "accept")
     Qs, Ks, Gs = sp.symbols("Q K G")
@@ -368,7 +415,7 @@ def compile_buffered(machine: DPDT, dtype: torch.dtype = torch.float32,
         hidden_units=len(units) + 1, bound=Qs * (Ks + 2) * (Gs + 1) + 1,
         params={"Q": C, "K": K, "G": G}, weights=weights, scale=sp.Integer(BETA),
         decoder=_decoder(units, C, c0, len(machine.states), G, codes.shape[1], len(units) + 1),
-        reader=_reader(n_out, "symbol" if kind == "symbol" else "string"),
+        reader=_reader(n_out, "symbol" if kind == "symbol" else "string", acceptance),
         margin=sp.Rational(1, 2), steps_per_symbol=0,
         scale_argument="as for stack_rnn: pre-activations ±1/2 or beyond, β = 64 saturates tanh "
                        "exactly, so strengths, buffer pops and outputs are exactly 0 or 1",
@@ -452,6 +499,7 @@ def verify_transduction(machine: DPDT, net: CompiledNetwork, max_length: int | N
 
 def _register_all() -> None:
     register(DPDT, "buffered_stack_rnn", "grefenstette", default=True)(compile_buffered)
+    register(DPDA, "buffered_stack_rnn", "grefenstette", default=True)(compile_buffered)
 
 
 _register_all()

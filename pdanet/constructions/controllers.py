@@ -47,6 +47,7 @@ import sympy as sp
 import torch
 from torch import nn
 
+from pdanet import limits
 from pdanet.automata.alphabet import EPSILON
 from pdanet.automata.dfa import DFA
 from pdanet.automata.pda import DPDA, PDA, DeterministicPushdown
@@ -606,6 +607,107 @@ class StackRNN(nn.Module):
         states = torch.cat([hs_t, rs_t, sizes.unsqueeze(2), contents], 2)
         return states, self.out_h(hs_t) + self.out_r(rs_t)
 
+    @torch.no_grad()
+    def forward_window(self, ids: torch.Tensor, cells: int = 3
+                       ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """`forward` for a stack memory in O(1) per step, or None where that is not exact.
+
+        Returns (states (B, T+1, H + R + 1 + cells), logits): states[t] = [h_t; r_t; n_t; the
+        symbol ids of the memory's top ``cells`` cells, top first, −1 below the bottom].
+
+        Why it is exact: while every action is exactly 0 or 1 (Grefenstette: push d and pop u;
+        Joulin–Mikolov / Suzgun: one-hot) and every value vector is finite, with pushed values
+        exactly the code of a store symbol, every strength (occupancy) stays exactly 0 or 1, and
+        the memory step is a discrete stack step: pop the top live cell (when u = 1), then push
+        the value (when d = 1); the reading is exactly the code of the top live cell (0 when
+        empty), since each weight of Eq. 3 (or the top cell of a superposition stack) is exactly
+        0 or 1. So this method keeps the memory as an array of symbol ids with a size pointer per
+        row, runs the same controller and readout ops as `forward` on the same inputs, and checks
+        those conditions at every valid step; it returns None when one fails anywhere (then
+        only `forward` tells what the network does). Queues and deques: None."""
+        if self.store != "stack":
+            return None
+        ids = torch.as_tensor(ids).to(self.h0.device)
+        if ids.dim() != 2:
+            raise InputError(f"ids must be (batch, time), got shape {tuple(ids.shape)}")
+        B, T = ids.shape
+        valid = ids >= 0
+        valid_np = valid.cpu().numpy()
+        padded = (~valid_np).any(0)
+        x = self.embedding(ids.clamp(min=0))
+        pre, cell = self.controller(x)
+        head_w = torch.cat([self.actions.weight, self.values.weight]).T
+        head_b = torch.cat([self.actions.bias, self.values.bias])
+        nA = len(self.channels)
+        i_push, i_pop = self.channels.index("push"), self.channels.index("pop")
+        codes_np = np.asarray(self.codes.codes)
+        G, m = codes_np.shape[0] - 1, codes_np.shape[1]
+        codes = torch.as_tensor(codes_np, dtype=x.dtype, device=x.device)
+        # the memory, as symbol ids (numpy: a handful of O(B) operations per step)
+        rows = np.arange(B)
+        mem = np.full((B, T + 1), -1, dtype=np.int64)
+        n = np.zeros(B, dtype=np.int64)
+        offs = np.arange(cells)
+        ns = np.zeros((T + 1, B), dtype=np.int64)
+        win = np.full((T + 1, B, cells), -1, dtype=np.int64)
+        lut = {tuple(int(b) for b in codes_np[g]): g for g in range(G)}
+        pow2 = 1 << np.arange(m - 1, -1, -1, dtype=np.int64)
+        bits_lut = np.full(1 << m, -1, dtype=np.int64) if m <= 20 else None
+        if bits_lut is not None:
+            for key, g in lut.items():
+                bits_lut[int(np.dot(key, pow2))] = g
+        h = self.h0.view(1, -1).expand(B, -1)
+        r = x.new_zeros(B, self.reading_size)
+        hs = x.new_empty(T + 1, B, h.shape[1])
+        rs = x.new_empty(T + 1, B, self.reading_size)
+        heads = np.zeros((T, B, head_w.shape[1]), dtype=np.float64)
+        syms = np.full((T, B), -1, dtype=np.int64)
+        hs[0], rs[0] = h, r
+        for t in range(T):
+            h_new = cell(pre[:, t], r, h)
+            head = torch.addmm(head_b, h_new, head_w)
+            if padded[t]:
+                h_new = torch.where(valid[:, t].unsqueeze(1), h_new, h)
+            a = heads[t]
+            a[:] = head.detach().cpu().double().numpy()
+            v = valid_np[:, t]
+            push = (a[:, i_push] == 1) & v
+            pop = (a[:, i_pop] == 1) & v
+            if push.any():
+                bits = a[:, nA:] > 0.5
+                if bits_lut is not None:
+                    sym = bits_lut[bits.astype(np.int64) @ pow2]
+                else:
+                    sym = np.array([lut.get(tuple(int(b) for b in row), -1) for row in bits])
+                syms[t] = sym
+            n -= pop & (n > 0)
+            if push.any():
+                mem[rows[push], n[push]] = syms[t, push]
+                n += push
+            ridx = np.where(n > 0, mem[rows, np.maximum(n - 1, 0)], G)
+            r_new = codes[torch.from_numpy(ridx)]
+            r = torch.where(valid[:, t].unsqueeze(1), r_new, r) if padded[t] else r_new
+            h = h_new
+            hs[t + 1], rs[t + 1] = h, r
+            ns[t + 1] = n
+            pos = n[:, None] - 1 - offs
+            win[t + 1] = np.where(pos >= 0, mem[rows[:, None], np.maximum(pos, 0)], -1)
+        # the conditions that make the discrete memory exact, checked on every valid step at once
+        act, value = heads[..., :nA], heads[..., nA:]
+        v = valid_np.T
+        exact = ((act == 0) | (act == 1)).all(-1) & np.isfinite(value).all(-1)
+        if self.memory != "grefenstette":
+            exact &= act.sum(-1) == 1
+        pushed = act[..., i_push] == 1
+        code_ok = (syms >= 0) & (value == codes_np[np.maximum(syms, 0)]).all(-1)
+        exact &= ~pushed | code_ok
+        if not exact[v].all():
+            return None
+        hs_t, rs_t = hs.transpose(0, 1), rs.transpose(0, 1)
+        tail = torch.from_numpy(np.concatenate([ns.T[..., None], win.transpose(1, 0, 2)], 2))
+        states = torch.cat([hs_t, rs_t, tail.to(device=x.device, dtype=x.dtype)], 2)
+        return states, self.out_h(hs_t) + self.out_r(rs_t)
+
 
 # --- weights -------------------------------------------------------------------------------------
 def _weights(plan: _Plan, codes: np.ndarray, linear: bool) -> tuple[dict, int]:
@@ -762,6 +864,49 @@ def _decoder(plan: _Plan, codes: np.ndarray, H: int, linear: bool):
     return decode
 
 
+def _window_decoder(plan: _Plan, codes: np.ndarray, H: int, linear: bool):
+    """`StackRNN.forward_window` states → ``state``, ``depth``, ``top`` and ``stack_top`` (the
+    top cells of the decoded stack, top first: the held top in the modes H_X, then the memory's,
+    then ⊥ = G, then −1), the fields of `DeterministicPushdown.run_batch_window`."""
+    v = plan.view
+    Rsize = codes.shape[1] * plan.value_slots
+    C = v.Q * plan.modes
+    target = np.zeros((H, C), dtype=np.float32)
+    off = 0 if linear else 1
+    if not linear:
+        target[0, plan.c0] = 1
+    for j, u in enumerate(plan.units):
+        target[j + off, u.c2] = 1
+    q_of = np.array([plan.q_of(c) for c in range(C)] + [-1], dtype=np.int64)
+    held_of = np.array([plan.mode_of(c) - 1 if 0 < plan.mode_of(c) <= v.G else -1
+                        for c in range(C)] + [-1], dtype=np.int64)
+
+    def decode(states: np.ndarray) -> dict[str, np.ndarray]:
+        states = np.asarray(states)
+        B, T1 = states.shape[:2]
+        if linear:
+            c = np.full((B, T1), plan.c0, dtype=np.int64)
+        else:
+            hits = (states[..., :H] > 0).astype(np.float32) @ target
+            c = np.where(hits.max(-1) > 0.5, hits.argmax(-1), -1)
+        dead = c < 0
+        state = np.where(dead, -1, q_of[c])
+        n = np.rint(states[..., H + Rsize]).astype(np.int64)
+        mw = np.rint(states[..., H + Rsize + 1:]).astype(np.int64)      # memory, top first
+        cells = mw.shape[2]
+        i = np.arange(cells)
+        mem = np.where(i < n[..., None], mw, np.where(i == n[..., None], v.G, -1))
+        held = held_of[c]
+        shifted = np.concatenate([held[..., None], mem[..., :cells - 1]], 2)
+        window = np.where((held >= 0)[..., None], shifted, mem)
+        window[dead] = -1
+        depth = np.where(dead, -1, n + (held >= 0))
+        return {"state": state, "stack_top": window, "depth": depth,
+                "top": np.where(dead, -1, window[..., 0])}
+
+    return decode
+
+
 def _reader(view: _View):
     if view.output == "accept":
         return lambda logits: np.asarray(logits)[..., 0] > 0
@@ -774,6 +919,25 @@ def _reader(view: _View):
 
 
 # --- compile -------------------------------------------------------------------------------------
+def check_size(machine: Any, plan: _Plan, linear: bool, code: str) -> None:
+    """ResourceError (`pdanet.limits`) before the weights are built: H hidden units (one per
+    (controller state, symbol, reading) that acts differently, plus the start unit) and about
+    H·(K + r) + H² + H·(channels + r + outputs) parameters (r the code width), each held as an
+    exact rational and as a float (32 bytes with temporaries)."""
+    v = plan.view
+    H = len(plan.units) + (0 if linear else 1)
+    G = v.G
+    width = max(G, 1) if code == "one_hot" else max(1, int(np.ceil(np.log2(G + 1))))
+    r = width * plan.value_slots
+    n_out = v.n_out + 1
+    params = H * (v.K + r) + (0 if linear else H * H) + H * (len(plan.channels) + r + n_out)
+    what = f"compiling {machine!r} to stack_rnn/{plan.memory} ({H:,} hidden units)"
+    hint = ("use a smaller machine (for a task, a smaller vocabulary, e.g. "
+            "tasks.get(name, vocab_size=16))")
+    limits.check(what, H, "max_units", hint=hint)
+    limits.check(f"{what}, {params:,} parameters", 32 * params, "max_bytes", hint=hint)
+
+
 def compile_stack_rnn(machine, memory: str = "grefenstette", code: str = "binary",
                       controller: str = "auto", depth: int | None = None,
                       dtype: torch.dtype = torch.float32) -> CompiledNetwork:
@@ -813,12 +977,15 @@ def compile_stack_rnn(machine, memory: str = "grefenstette", code: str = "binary
         raise CompileError(f"{machine!r} needs more than one controller state or depends on the "
                            "memory reading; a linear controller does not suffice, use 'elman'")
     linear = controller == "linear" or (controller == "auto" and linear_ok)
+    check_size(machine, plan, linear, code)
     codes = _codes(view.G, code)
     weights, H = _weights(plan, codes, linear)
     n_out = 1 if view.output == "accept" else view.n_out + 1
     module = StackRNN(view.K, H, codes.shape[1], view.kind, memory, plan.channels, n_out,
                       linear, depth, codes)
     module = load_exact(module, weights, BETA, dtype)
+    if view.fields == "pushdown":
+        module.window_decoder = _window_decoder(plan, codes, H, linear)
     Csym = len(cs)
     Qs, Ks, Gs = sp.symbols("Q K G")
     modes_expr = 1 if memory == "grefenstette" else Gs + 2

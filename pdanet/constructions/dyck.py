@@ -32,6 +32,7 @@ import numpy as np
 import sympy as sp
 import torch
 
+from pdanet import limits
 from pdanet.automata.bounded import DyckKM
 from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact, register
 from pdanet.constructions.dyck_codes import CODES, SlotCode, binary, ceil_log2
@@ -627,8 +628,26 @@ def _finish(machine: DyckKM, target: str, method: str, code: SlotCode, H: int,
     return net
 
 
+def check_size(machine: DyckKM, target: str, method: str) -> None:
+    """ResourceError (`pdanet.limits`) before building a network that would not fit: H units
+    from `BOUNDS`, slot width d = H/(2m) (Elman) or H/m (LSTM), and about 2k(d + 2) input and
+    (2k + 1)(d + 2) output-embedding entries plus 4H² recurrent ones, each held exactly (int64)
+    and as a float (with temporaries: 32 bytes per parameter)."""
+    k, m = int(machine.k), int(machine.m)
+    H = int(BOUNDS[(target, method)].subs({K: k, M: m}))
+    d = H // (2 * m if target == "elman" else m)
+    params = 2 * k * (d + 2) + (2 * k + 1) * (d + 2) + 4 * H * H + 4 * H * (d + 2)
+    what = f"compiling {machine!r} to {target}/{method}"
+    hint = ("use a smaller k or m" + (", or the 'hewitt' or 'compact' code (O(log k) units per "
+                                      "slot)" if method == "onehot" else ""))
+    limits.check(what, H, "max_units", hint=hint)
+    limits.check(f"{what} ({params:,} parameters)", 32 * params, "max_bytes", hint=hint)
+
+
 def _register(target: str, method: str, builder) -> None:
     def compile_fn(machine: DyckKM, dtype: torch.dtype = torch.float32, **options):
+        _check(machine)
+        check_size(machine, target, method)
         return builder(machine, method, dtype=dtype, **options)
 
     compile_fn.__name__ = f"dyck_{target}_{method}"

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -137,14 +137,22 @@ def compile_weighted(machine: WeightedPDA, dtype: torch.dtype = torch.float32,
 
 @register(DPDA, "ns_rnn", "embedding", default=True)
 def compile_dpda(machine: DPDA, dtype: torch.dtype = torch.float32, **options) -> CompiledNetwork:
-    """A real-time DPDA as a weighted PDA with weight one per transition."""
-    return compile_weighted(WeightedPDA.from_pda(machine), dtype=dtype, **options)
+    """A real-time DPDA as a weighted PDA with weight one per transition. The network's
+    ``machine`` is that weighted PDA (its fields are readings); ``info["compiled_from"]`` is
+    the DPDA, which `pdanet.verify` accepts in its place."""
+    return _from(machine, compile_weighted(WeightedPDA.from_pda(machine), dtype=dtype, **options))
 
 
 @register(PDA, "ns_rnn", "embedding", default=True)
 def compile_pda(machine: PDA, dtype: torch.dtype = torch.float32, **options) -> CompiledNetwork:
-    """A real-time PDA as a weighted PDA with weight one per transition."""
-    return compile_weighted(WeightedPDA.from_pda(machine), dtype=dtype, **options)
+    """A real-time PDA as a weighted PDA with weight one per transition (``machine`` and
+    ``info["compiled_from"]`` as for a DPDA)."""
+    return _from(machine, compile_weighted(WeightedPDA.from_pda(machine), dtype=dtype, **options))
+
+
+def _from(source: Any, net: CompiledNetwork) -> CompiledNetwork:
+    """The network, noting the machine it was converted from."""
+    return replace(net, info={**dict(net.info), "compiled_from": source})
 
 
 @dataclass(frozen=True)

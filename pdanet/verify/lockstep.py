@@ -28,6 +28,14 @@ comparison; a large batch runs as two halves, the first decoded and compared whi
 runs the second (``overlap=False``: one thread, network then machine). Networks whose decoder
 reads only part of the state say so with ``forward_decoded`` (`CompiledNetwork`), which the
 verifier runs instead of ``forward``.
+
+Long strings (a batch of at least `WINDOW_MIN_STEPS` steps) of a real-time pushdown machine
+against a stack RNN are compared incrementally: the network runs with its memory kept as a
+discrete stack (``StackRNN.forward_window``, which proves at every step that this is exact) and
+the machine without whole stacks (``run_batch_window``); the fields compared are ``state``,
+``depth``, ``top``, ``output`` and ``stack_top`` (the top three cells), which by induction decide
+equality of the whole stacks (see `_forward_window`). Each step then costs O(1) however deep the
+stack gets, instead of O(depth); where the proof does not go through, whole stacks are compared.
 """
 
 from __future__ import annotations
@@ -47,6 +55,9 @@ from pdanet.verify import strings as S
 from pdanet.verify.report import Counterexample, PhaseResult, Report, readable
 
 DEFAULT_MAX_BATCH_STEPS = 1 << 19  # positions (rows × (T+1)) per network call
+# a batch at least this long is compared incrementally (top cells only) where both sides can
+WINDOW_MIN_STEPS = 512
+WINDOW_CELLS = 3
 
 
 @dataclass(frozen=True)
@@ -75,6 +86,37 @@ def _forward(net, ids: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
     with torch.no_grad():
         fwd = getattr(net, "forward_decoded", None)  # the decoded part of the state suffices
         return fwd(ids) if fwd is not None else net.forward(ids)
+
+
+def _forward_window(machine: Machine, net, ids: np.ndarray):
+    """(fields, decoded) of the incremental comparison, or None when it does not apply.
+
+    For a real-time pushdown machine (``run_batch_window``) and a stack network with
+    ``forward_window`` and a ``window_decoder`` (`StackRNN`), both sides give, per step, the
+    state, depth, output and the top `WINDOW_CELLS` stack cells only, in O(1) per step. That
+    decides agreement of the whole stacks at every step: by induction, if the stacks agree at
+    step t−1 (depth d), each side's step keeps the cells below d − 1 and writes at most two
+    (the machine's γ has length ≤ 2 and the network, proven saturated at every step by
+    ``forward_window``, pops at most one memory cell, pushes at most one and may change the top
+    it holds in its controller), so with equal depths at t the stacks can only differ within
+    the top three cells, which are compared."""
+    T = ids.shape[1]
+    module = getattr(net, "module", None)
+    window = getattr(module, "window_decoder", None)
+    run_window = getattr(machine, "run_batch_window", None)
+    if (T < WINDOW_MIN_STEPS or window is None or run_window is None
+            or not getattr(machine, "is_realtime", False)
+            or not getattr(machine, "is_normal", False)
+            or getattr(net, "steps_per_symbol", 1) != 1):
+        return None
+    with torch.no_grad():
+        out = module.forward_window(torch.as_tensor(ids, device=_device(net)), WINDOW_CELLS)
+    if out is None:
+        return None
+    states, logits = out
+    got = dict(window(states.cpu().numpy()))
+    got["output"] = net.readout(logits)
+    return got
 
 
 def _decode(net, states: torch.Tensor, logits: torch.Tensor) -> dict[str, np.ndarray]:
@@ -170,6 +212,22 @@ def compare_batch(machine: Machine, net, ids: np.ndarray, lengths: np.ndarray,
     B, T = ids.shape
     if tol is None:
         tol = Tolerance.for_dtype(_net_dtype(net))
+    windowed = _forward_window(machine, net, ids)
+    if windowed is not None:       # long strings: compare the top cells, O(1) per step
+        trace = machine.run_batch_window(ids, lengths, WINDOW_CELLS)
+        expected = dict(trace.fields)
+        mask = np.arange(T + 1)[None, :] <= lengths[:, None]
+        if check_live:
+            dead = S.dead_batch(machine, expected)
+            mask &= ~dead if dead is not None else S.live_mask(machine, ids, lengths, expected)
+        names = [n for n in expected if n in windowed and n != "output"] + ["output"]
+        bad = _first_difference(expected, windowed, names, mask, slice(0, B), tol)
+        if bad is not None:
+            b, t, name = bad
+            steps_done = int(mask[:b].sum()) + int(mask[b, : t + 1].sum())
+            return BatchOutcome(b + 1, steps_done, tuple(names), (b, t, name),
+                                expected[name][b, t], np.asarray(windowed[name])[b, t])
+        return BatchOutcome(B, int(mask.sum()), tuple(names))
     split = (executor is not None and B >= PIPELINE_ROWS
              and getattr(machine, "fixed_width_fields", False))
     chunks = [slice(0, B // 2), slice(B // 2, B)] if split else [slice(0, B)]
@@ -298,8 +356,8 @@ def verify(
     """Check that `net` agrees with `machine` at every step of every checked string.
 
     ``max_length``: every live prefix up to this length (None: skip); ``samples`` random live
-    strings with lengths uniform in ``sample_lengths`` (default ``(0, max_length)``, or (0, 16)
-    without an exhaustive phase);
+    strings with lengths uniform in ``sample_lengths`` (default ``(max_length + 1,
+    max(4·max_length, 16))``, beyond what the exhaustive phase covers, or (0, 16) without one);
     ``long_samples`` strings of ``long_length`` symbols kept busy (``machine.sample(..., busy=)``
     when available); ``strings``: explicit strings checked first (InputError names any symbol
     outside the alphabet), or the same already encoded as a 2-D array of alphabet indices padded
@@ -318,10 +376,7 @@ def verify(
                      ("long_length", long_length)):
         if v < 0:
             raise InputError(f"{label} must be ≥ 0, got {v}")
-    compiled_for = getattr(net, "machine", machine)
-    if compiled_for is not machine and compiled_for != machine:
-        raise VerificationError(
-            f"the network was compiled for {compiled_for!r}, not for {machine!r}")
+    machine = _compiled_machine(machine, net)
     torch_dtype = _resolve_dtype(dtype)
     if torch_dtype is not None:
         net = net.with_scale(dtype=torch_dtype)
@@ -350,8 +405,13 @@ def verify(
         phases.append(_Phase("exhaustive", f"every live prefix of length ≤ {max_length}",
                              exhaustive, False))
     if samples > 0:
-        default_hi = max_length if max_length is not None else 16
-        rng_lengths = sample_lengths if sample_lengths is not None else (0, default_hi)
+        if sample_lengths is not None:
+            rng_lengths = sample_lengths
+        elif max_length is not None and max_length > 0:
+            # the exhaustive phase covers every length ≤ max_length: sample beyond it
+            rng_lengths = (max_length + 1, max(4 * max_length, 16))
+        else:
+            rng_lengths = (0, 16)
         lo_hi = S.length_range(rng_lengths)
 
         def random_phase():
@@ -392,6 +452,23 @@ def verify(
         notes=tuple(notes),
         dtype=str(getattr(net, "dtype", "")).replace("torch.", ""),
     )
+
+
+def _compiled_machine(machine: Machine, net) -> Machine:
+    """The machine to run beside `net`: ``net.machine`` when `machine` is it (or equal to it),
+    or is the machine it was converted from before compiling (``net.info["compiled_from"]``,
+    e.g. a DPDA compiled to ``ns_rnn`` through its weighted PDA, whose fields the network
+    decodes); VerificationError for any other machine."""
+    compiled_for = getattr(net, "machine", machine)
+    if compiled_for is machine or compiled_for == machine:
+        return compiled_for
+    source = (getattr(net, "info", None) or {}).get("compiled_from")
+    if source is not None and (source is machine or source == machine):
+        return compiled_for
+    origin = f" (converted from {source!r})" if source is not None else ""
+    raise VerificationError(
+        f"the network was compiled for {compiled_for!r}{origin}, not for {machine!r}; verify it "
+        "against the machine it was compiled from, or compile this machine")
 
 
 def _check_phases(machine: Machine, net, phases: list[_Phase], batch_size: int,

@@ -64,6 +64,12 @@ def readable(machine: Machine, name: str, value: Any) -> Any:
         while cells and cells[-1] == -1:  # padding above the top; a -1 below it is shown
             cells.pop()
         return tuple(_name(syms, v) for v in cells)
+    if name == "stack_top":  # the top cells, top first (compared incrementally on long strings)
+        syms = _stack_symbols(machine)
+        cells = [_py(v) for v in arr.reshape(-1)]
+        while cells and cells[-1] == -1:
+            cells.pop()
+        return tuple(_name(syms, v) for v in cells)
     if name == "top":
         v = _py(arr.reshape(-1)[0])
         return None if v == -1 else _name(_stack_symbols(machine), v)

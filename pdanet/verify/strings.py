@@ -17,12 +17,14 @@ holding alphabet indices and -1 padding. Everything is vectorised over the batch
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from pdanet import limits
 from pdanet.automata.base import Machine
 from pdanet.errors import InputError, VerificationError
 
@@ -143,7 +145,11 @@ class ReplayStepper(Stepper):
 
     def dead(self, state: np.ndarray) -> np.ndarray:
         n, t = state.shape
-        trace = self.machine.run_batch(state, np.full(n, t, dtype=np.int64))
+        lengths = np.full(n, t, dtype=np.int64)
+        if "with_output" in inspect.signature(self.machine.run_batch).parameters:
+            trace = self.machine.run_batch(state, lengths, with_output=False)  # (Dyck: 2k+1 wide)
+        else:
+            trace = self.machine.run_batch(state, lengths)
         last = {name: arr[:, -1] for name, arr in trace.fields.items()}
         return dead_batch(self.machine, last)
 
@@ -200,8 +206,13 @@ def live_prefixes(machine: Machine, max_length: int,
     """
     if max_length < 0:
         raise InputError(f"max_length must be ≥ 0, got {max_length}")
-    st = stepper(machine, replay=True)
     k = len(machine.alphabet)
+    if max_length > 0:   # one extension round holds up to `chunk` × k candidates (≥ k)
+        limits.check(f"enumerating the live prefixes of {machine!r} ({k:,} symbols, each "
+                     "prefix extended by every symbol)", 48 * max(k, _CHUNK_CELLS), "max_bytes",
+                     hint="check random or explicit strings instead (samples=, strings=, "
+                          "max_length=None)")
+    st = stepper(machine, replay=True)
     init = st.start(1)
     levels = [np.zeros((1 if not st.dead(init)[0] else 0, 0), dtype=np.int64)]
     states = st.take(init, np.flatnonzero(~st.dead(init)))
