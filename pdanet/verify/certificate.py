@@ -26,6 +26,15 @@ box is invariant and the proof covers every length. Under the "ulp" model alone 
 and the cell drifts: the certificate bounds the drift D per step (the own-cell term enters with a
 factor ≤ 1) and proves agreement for every length L with ρ₀·(1+2u)^L + L·D·(1+2u)^L ≤ ε, and
 says so.
+
+Soundness with floats. Every float the proof uses is checked: a weight or bias that is NaN or
+±inf fails the certificate before anything else (`weights_failure` names the block and the
+entry); every margin, deviation and containment is tested so that NaN fails (``not (x <= r)``,
+never ``x > r``); a pre-activation whose terms could overflow the dtype (Σ|terms| beyond its
+largest float, where the rounding model no longer holds) fails as non-finite. Arguments are
+validated first (`check_arguments`): ``eps`` is a finite float in (0, `EPS_MAX`], ``chunk`` and
+``max_configs`` positive ints (not bools), and the machine must be the one the network was
+compiled for (the same pair check as `pdanet.verify`).
 """
 
 from __future__ import annotations
@@ -41,17 +50,27 @@ import numpy as np
 import scipy.sparse as sps
 import torch
 
+from pdanet import limits
 from pdanet.automata.base import Machine
 from pdanet.constructions.base import CompiledNetwork
-from pdanet.errors import CertificationError
+from pdanet.errors import CertificationError, InputError, PdanetError
 from pdanet.verify import intervals as iv
+
+#: ``progress(stage, done, total)``: called at a coarse grain (per pass, per chunk of cases)
+Progress = Callable[[str, int, int], None]
+
+#: the largest box radius ε a certificate may use. The certified families are decoded by
+#: thresholds at distance ≥ 3/8 from their units' ideal values (Minsky LSTM units: on at
+#: tanh 1 ≈ 0.76 against 3/8; Dyck cells φ ∈ {−1, 0, 1} against ±1/2; Dyck Elman copies, read in
+#: pairs, against a sum of −1); a radius ≤ 1/4 keeps every point of a box on its centre's side.
+EPS_MAX = 0.25
 
 
 @dataclass(frozen=True)
 class FailingCase:
     """Where the induction breaks: the configuration, the symbol, the unit and its interval."""
 
-    kind: str  # "initial", "step", "readout", "encoding"
+    kind: str  # "initial", "step", "readout", "encoding", "weights", "nonfinite"
     config: str
     symbol: str | None
     unit: int
@@ -60,6 +79,9 @@ class FailingCase:
     required: tuple[float, float]
 
     def __str__(self) -> str:
+        if self.kind == "weights":
+            return (f"non-finite weight: {self.config} {self.unit_label} is {self.interval[0]!r}; "
+                    "every weight and bias must be finite (recompile, or reload the weights)")
         sym = f" on symbol {self.symbol!r}" if self.symbol is not None else ""
         return (f"{self.kind} check fails at {self.config}{sym}: unit {self.unit} "
                 f"({self.unit_label}) lies in [{self.interval[0]:.6g}, {self.interval[1]:.6g}], "
@@ -114,8 +136,113 @@ class Certificate:
         return "\n".join(lines)
 
     def to_json(self) -> str:
-        d = asdict(self)
-        return json.dumps(d, indent=2, default=str)
+        """Valid JSON: a non-finite float (a NaN margin, an infinite bound) is written as the
+        string "nan", "inf" or "-inf"."""
+        return json.dumps(_json_safe(asdict(self)), indent=2, default=str, allow_nan=False)
+
+
+def _json_safe(x: Any) -> Any:
+    if isinstance(x, float) and not math.isfinite(x):
+        return str(x)
+    if isinstance(x, dict):
+        return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_safe(v) for v in x]
+    return x
+
+
+# --- arguments, weights and NaN-safe comparisons --------------------------------------------------
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def check_arguments(*, eps: Any = None, chunk: Any = 1, max_configs: Any = 1,
+                    kernel: Any = "ulp", dtype: Any = None, progress: Any = None) -> None:
+    """Raise InputError naming the first bad argument of a certifier and its allowed range:
+    ``eps`` None or a finite real in (0, `EPS_MAX`]; ``chunk``, ``max_configs`` positive ints
+    (bools are not ints); ``kernel`` one of `intervals.KERNEL_MODELS`; ``dtype`` None or a
+    floating torch dtype; ``progress`` None or a callable ``progress(stage, done, total)``."""
+    if eps is not None:
+        if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, (int, float, np.integer,
+                                                                      np.floating)):
+            raise InputError(f"`eps` must be a real number in (0, {EPS_MAX}] or None (searched), "
+                             f"got {eps!r}")
+        if not (math.isfinite(float(eps)) and 0 < float(eps) <= EPS_MAX):
+            raise InputError(f"`eps` must be finite and in (0, {EPS_MAX}] (box radius; beyond "
+                             f"{EPS_MAX} boxes cross the decoders' thresholds), got {eps!r}")
+    for name, v in (("chunk", chunk), ("max_configs", max_configs)):
+        if not _is_int(v) or v < 1:
+            raise InputError(f"`{name}` must be a positive int, got {v!r}")
+    if kernel not in iv.KERNEL_MODELS:
+        raise InputError(f"`kernel` must be one of {iv.KERNEL_MODELS}, got {kernel!r}")
+    if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise InputError(f"`dtype` must be None or a floating torch dtype (torch.float32, "
+                         f"torch.float64), got {dtype!r}")
+    if progress is not None and not callable(progress):
+        raise InputError(f"`progress` must be None or a callable progress(stage, done, total), "
+                         f"got {progress!r}")
+
+
+def check_pair(machine: Any, net: Any) -> None:
+    """The machine must be the one `net` was compiled for: `pdanet.verify`'s own check (a
+    verification with no phases runs only its argument and pair checks), raised as a
+    CertificationError (certifying another machine's network cannot be attempted)."""
+    from pdanet.verify.lockstep import verify
+
+    try:
+        verify(machine, net, max_length=None, samples=0, long_samples=0, overlap=False)
+    except PdanetError as exc:
+        raise CertificationError(f"{exc}; certify the network with the machine it was "
+                                 "compiled from") from exc
+
+
+def notify(progress: Progress | None, stage: str, done: int, total: int) -> None:
+    """Call ``progress(stage, done, total)`` when given."""
+    if progress is not None:
+        progress(stage, int(done), int(total))
+
+
+def weights_failure(W: dict[str, Any]) -> FailingCase | None:
+    """The first non-finite entry of any float weight block (state_dict order), named, or None.
+    Blocks are arrays or tensors; non-float blocks (integer codes) are skipped."""
+    for name, v in W.items():
+        a = v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else np.asarray(v)
+        if not np.issubdtype(a.dtype, np.floating) or a.size == 0:
+            continue
+        bad = ~np.isfinite(a)
+        if bad.any():
+            flat = int(np.argmax(bad.ravel()))
+            idx = tuple(int(i) for i in np.unravel_index(flat, a.shape))
+            val = float(a.ravel()[flat])
+            return FailingCase("weights", f"weight block {name!r}", None, flat,
+                               f"entry {idx if len(idx) != 1 else idx[0]}", (val, val),
+                               (-math.inf, math.inf))
+    return None
+
+
+def nan_min(*xs: float) -> float:
+    """min that returns NaN when any argument is NaN (Python's ``min`` may drop it)."""
+    vals = [float(x) for x in xs]
+    return math.nan if any(math.isnan(v) for v in vals) else min(vals)
+
+
+def overflow_free(absum: np.ndarray, coef: Any, dtype: torch.dtype) -> np.ndarray:
+    """Where a sum whose terms have absolute sum ``absum`` (rounding bound ``coef``·absum) can
+    be evaluated in ``dtype`` without overflow: every partial sum then lies below the largest
+    float, where the rounding model holds. NaN is not overflow-free."""
+    return absum * (1.0 + np.asarray(coef) + 2.0**-52) < float(torch.finfo(dtype).max)
+
+
+def rejected(machine: Any, net: CompiledNetwork, failing: FailingCase, kernel: str,
+             t0: float, note: str) -> Certificate:
+    """A NOT CERTIFIED certificate for a failure found before any case was checked."""
+    return Certificate(
+        ok=False, all_lengths=False, max_length=None, eps=0.0, scale=str(net.scale),
+        dtype=str(net.dtype).replace("torch.", ""), state_margin=math.nan,
+        readout_margin=math.nan, configs=0, cases=0, seconds=time.perf_counter() - t0,
+        construction=net.construction, machine=repr(machine), failing=failing, notes=(note,),
+        kernel=kernel)
 
 
 # --- abstract configurations ------------------------------------------------------------------
@@ -284,7 +411,11 @@ class _Pass:
     cases: int
 
 
-def _one_pass(pb: _Problem, R: np.ndarray, chunk: int) -> _Pass:
+def _one_pass(pb: _Problem, R: np.ndarray, chunk: int, progress: Progress | None = None,
+              stage: str = "check") -> _Pass:
+    """Enclose one step of every (pair, symbol) case with boxes of radii R. A deviation that is
+    NaN (a non-finite enclosure, or a sum that could overflow the dtype) propagates into ``dev``
+    and is recorded in ``worst``, so the pass fails on it."""
     E, W, H, dtype, cell = pb.E, pb.W, pb.H, pb.dtype, pb.cell
     P, S = E.shape
     abst = pb.abst
@@ -299,6 +430,9 @@ def _one_pass(pb: _Problem, R: np.ndarray, chunk: int) -> _Pass:
     hmax = np.abs(E[:, :H]).max(axis=0) + R[:H]
     absWhh_h = np.abs(W_hh) @ hmax
     err_coef = iv.gamma(n_terms, u) + iv.gamma(n_terms + 2, 2.0**-53)
+    limits.check(f"certifying {pb.net.construction}: one chunk of {min(chunk, P):,} pairs",
+                 24.0 * min(chunk, P) * S * 8 * (4 if cell == "lstm" else 1), "max_bytes",
+                 hint="pass a smaller chunk")
     dev = np.zeros(S)
     drift = np.zeros(S)
     settled = np.zeros(S)
@@ -316,8 +450,10 @@ def _one_pass(pb: _Problem, R: np.ndarray, chunk: int) -> _Pass:
                 continue
             rows = rows_all[live]
             x = emb[a]
-            err = err_coef * (absWhh_h + np.abs(W_ih) @ np.abs(x) + np.abs(b)) \
-                + n_terms * iv.tiny(dtype)
+            absum = absWhh_h + np.abs(W_ih) @ np.abs(x) + np.abs(b)
+            err = err_coef * absum + n_terms * iv.tiny(dtype)
+            # a row whose partial sums could overflow the dtype has no rounding bound: NaN fails
+            err = np.where(overflow_free(absum, err_coef, dtype), err, np.nan)
             mid = zc[live] + (W_ih @ x + b)[None, :]
             rad = zrad[None, :] + err[None, :] + iv.gamma(2, 2.0**-53) * np.abs(mid)
             z = iv.Interval(mid - rad, mid + rad)
@@ -337,28 +473,31 @@ def _one_pass(pb: _Problem, R: np.ndarray, chunk: int) -> _Pass:
                 cpt = iv.lstm_cell(gf, iv.Interval.point(E[rows, H:]), gi, gg, dtype)
                 d = np.maximum(cpt.hi - T[:, H:], T[:, H:] - cpt.lo)
                 d_box = np.maximum(cn.hi - T[:, H:], T[:, H:] - cn.lo)
-                # a case contracts the box (to ≤ R/2) or counts as drift: ρ′ ≤ (1+2u)ρ + d
+                # a case contracts the box (to ≤ R/2) or counts as drift: ρ′ ≤ (1+2u)ρ + d;
+                # a NaN box image is not kept, and its NaN also reaches ``dev`` below
                 kept = d_box <= 0.5 * R[None, H:]
                 settled[H:] = np.maximum(settled[H:], np.where(kept, d_box, 0).max(axis=0))
                 drift[H:] = np.maximum(drift[H:], np.where(kept, 0, d).max(axis=0))
-            d_all = np.maximum(out.hi - T, T - out.lo)
-            j_max = d_all.argmax(axis=0)
-            new = d_all[j_max, np.arange(S)] > dev
+            d_all = np.maximum(out.hi - T, T - out.lo)     # NaN where the enclosure is
+            j_max = d_all.argmax(axis=0)                   # argmax picks the first NaN
+            d_new = d_all[j_max, np.arange(S)]
+            new = (d_new > dev) | (np.isnan(d_new) & ~np.isnan(dev))
             for j in np.nonzero(new)[0]:
                 r = j_max[j]
                 worst[int(j)] = (int(rows[r]), a, float(out.lo[r, j]), float(out.hi[r, j]),
                                  float(T[r, j]))
             dev = np.maximum(dev, d_all.max(axis=0))
         fail, slack = _check_readout(pb, rows_all, R[:H])
-        readout_slack = min(readout_slack, slack)
+        readout_slack = nan_min(readout_slack, slack)
         if fail is not None and readout_fail is None:
             readout_fail = fail
+        notify(progress, stage, rows_all[-1] + 1, P)
     return _Pass(dev, drift, settled, worst, readout_slack, readout_fail, cases)
 
 
 def certify(machine: Machine, net: CompiledNetwork, dtype: torch.dtype | None = None,
             eps: float | None = None, max_configs: int = 200_000, chunk: int = 1024,
-            kernel: str = "ulp") -> Certificate:
+            kernel: str = "ulp", progress: Progress | None = None) -> Certificate:
     """Prove that `net` agrees with `machine` on every string (see the module docstring).
 
     ``eps`` caps the box radius. Radii are per unit: starting from the initial state's own
@@ -375,18 +514,51 @@ def certify(machine: Machine, net: CompiledNetwork, dtype: torch.dtype | None = 
     Under ``"ulp"``, a certificate that does not cover every length is retried under
     ``"saturating"``; the returned certificate's ``kernel`` names the model its proof used, and
     a note gives what the ulp model alone proved.
+
+    Bad arguments raise InputError (`check_arguments`: ``eps`` finite in (0, `EPS_MAX`],
+    ``chunk`` and ``max_configs`` positive ints); a network compiled for another machine raises
+    CertificationError (`check_pair`). A non-finite weight, or any NaN met on the way, gives a
+    NOT CERTIFIED certificate whose failing case names it. ``progress``: None or a callable
+    ``progress(stage, done, total)``, called per pass or chunk of cases (a CLI draws a bar).
     """
-    if kernel not in iv.KERNEL_MODELS:
-        raise CertificationError(f"kernel must be one of {iv.KERNEL_MODELS}, got {kernel!r}")
+    check_arguments(eps=eps, chunk=chunk, max_configs=max_configs, kernel=kernel, dtype=dtype,
+                    progress=progress)
+    if getattr(net, "target", None) != "ns_rnn" or type(machine) is type(net.machine):
+        # an NS-RNN compiled from a (D)PDA holds the weighted PDA made from it, which
+        # certify_ns_rnn makes again and compares reading by reading
+        check_pair(machine, net)
     if getattr(net, "target", None) in ("stack_rnn", "ns_rnn"):
         from pdanet.verify import certify_stack
 
         if net.target == "stack_rnn":
-            return certify_stack.certify_stack_rnn(machine, net, dtype=dtype, kernel=kernel)
-        return certify_stack.certify_ns_rnn(machine, net, dtype=dtype)
-    cert = _certify_under(machine, net, dtype, eps, max_configs, chunk, kernel)
-    if kernel == "ulp" and not (cert.ok and cert.all_lengths):
-        sat = _certify_under(machine, net, dtype, eps, max_configs, chunk, "saturating")
+            cert = certify_stack.certify_stack_rnn(machine, net, dtype=dtype, kernel=kernel,
+                                                   progress=progress)
+        else:
+            cert = certify_stack.certify_ns_rnn(machine, net, dtype=dtype, progress=progress)
+        return _no_nan_certificate(cert)
+    return _no_nan_certificate(_certify_ulp_then_saturating(
+        machine, net, dtype, eps, max_configs, chunk, kernel, progress))
+
+
+def _no_nan_certificate(cert: Certificate) -> Certificate:
+    """A last guard: a certificate whose margins are NaN is not a proof."""
+    if cert.ok and (math.isnan(cert.state_margin) or math.isnan(cert.readout_margin)):
+        fc = FailingCase("nonfinite", "the margins", None, -1, "state/readout margin",
+                         (cert.state_margin, cert.readout_margin), (0.0, math.inf))
+        return replace(cert, ok=False, all_lengths=False, max_length=None, failing=fc)
+    return cert
+
+
+def _certify_ulp_then_saturating(machine: Machine, net: CompiledNetwork,
+                                 dtype: torch.dtype | None, eps: float | None, max_configs: int,
+                                 chunk: int, kernel: str, progress: Progress | None
+                                 ) -> Certificate:
+    cert = _certify_under(machine, net, dtype, eps, max_configs, chunk, kernel, progress)
+    final = cert.failing is not None and cert.failing.kind in ("weights", "nonfinite",
+                                                               "encoding", "initial")
+    if kernel == "ulp" and not (cert.ok and cert.all_lengths) and not final:
+        sat = _certify_under(machine, net, dtype, eps, max_configs, chunk, "saturating",
+                             progress)
         if sat.ok and (sat.all_lengths or not cert.ok
                        or (sat.max_length or 0) > (cert.max_length or 0)):
             what = ("fails" if not cert.ok else
@@ -400,16 +572,25 @@ def certify(machine: Machine, net: CompiledNetwork, dtype: torch.dtype | None = 
 
 
 def _certify_under(machine: Machine, net: CompiledNetwork, dtype: torch.dtype | None,
-                   eps: float | None, max_configs: int, chunk: int, kernel: str) -> Certificate:
+                   eps: float | None, max_configs: int, chunk: int, kernel: str,
+                   progress: Progress | None = None) -> Certificate:
     if uses_structural(machine, net, max_configs):
         from pdanet.verify.structural import certify_structural
 
-        return certify_structural(machine, net, dtype=dtype, kernel=kernel, eps=eps)
+        return certify_structural(machine, net, dtype=dtype, kernel=kernel, eps=eps,
+                                  progress=progress)
     t0 = time.perf_counter()
+    if dtype is not None and dtype != net.dtype:
+        net = net.with_scale(dtype=dtype)
+    bad = weights_failure(net.module.state_dict())
+    if bad is not None:
+        return rejected(machine, net, bad, kernel, t0,
+                        "a weight is NaN or infinite: the network's outputs are undefined")
     previous = iv.set_kernel_model(kernel)
     try:
         pb = _problem(machine, net, dtype, max_configs)
-        best = best_over_caps(lambda cap: _certify(pb, cap, chunk, t0), eps)
+        notify(progress, "explore", len(pb.E), len(pb.E))
+        best = best_over_caps(lambda cap: _certify(pb, cap, chunk, t0, progress), eps)
     finally:
         iv.set_kernel_model(previous)
     return replace(best, kernel=kernel)
@@ -447,12 +628,24 @@ def min_scale(machine: Machine, construction: CompiledNetwork | str | tuple[str,
 
     ``construction`` is a compiled network, "target/method", or (target, method). A certificate
     counts when it holds for every length, or (given `min_length`) for at least that many steps.
+    ``rel_tol`` is a real in (0, 1); ``min_length`` None or a positive int; other options go
+    to `certify` and are validated there. Raises InputError on a bad argument.
     """
     import sympy as sp
+
+    if isinstance(rel_tol, (bool, np.bool_)) or not isinstance(
+            rel_tol, (int, float, np.integer, np.floating)) or not 0 < float(rel_tol) < 1:
+        raise InputError(f"`rel_tol` must be a real number in (0, 1), got {rel_tol!r}")
+    if min_length is not None and (not _is_int(min_length) or min_length < 1):
+        raise InputError(f"`min_length` must be None or a positive int, got {min_length!r}")
+    check_arguments(kernel=kernel, dtype=dtype, **{k: v for k, v in options.items()
+                                                   if k in ("eps", "chunk", "max_configs",
+                                                            "progress")})
 
     from pdanet.constructions.base import compile as compile_machine
 
     if isinstance(construction, CompiledNetwork):
+        check_pair(machine, construction)
         net = construction
     else:
         target, method = (construction.split("/") if isinstance(construction, str)
@@ -515,7 +708,25 @@ def _problem(machine: Machine, net: CompiledNetwork, dtype: torch.dtype | None,
     return _Problem(machine, net, abst, fields, E, _weights(net), H, cell, net.dtype, labels)
 
 
-def _certify(pb: _Problem, cap: float, chunk: int, t0: float) -> Certificate:
+def _nonfinite_failure(pb: _Problem, ps: _Pass, R: np.ndarray) -> FailingCase | None:
+    """The first unit whose deviation, drift or radius is not finite (NaN: a non-finite or
+    overflowing enclosure), with the case where it arose, or None."""
+    bad = ~(np.isfinite(ps.dev) & np.isfinite(ps.drift) & np.isfinite(ps.settled)
+            & np.isfinite(R))
+    if not bad.any():
+        return None
+    j = int(np.argmax(bad))
+    lab = pb.labels[j] if j < len(pb.labels) else f"unit {j}"
+    if j in ps.worst:
+        p, a, lo, hi, tgt = ps.worst[j]
+        return FailingCase("nonfinite", pb.pair_desc(p), str(pb.machine.alphabet.symbols[a]), j,
+                           lab, (lo, hi), (tgt - R[j], tgt + R[j]))
+    return FailingCase("nonfinite", "some (configuration, symbol) case", None, j, lab,
+                       (math.nan, math.nan), (-R[j], R[j]))
+
+
+def _certify(pb: _Problem, cap: float, chunk: int, t0: float,
+             progress: Progress | None = None) -> Certificate:
     E, H, W, cell, dtype = pb.E, pb.H, pb.W, pb.cell, pb.dtype
     P, S = E.shape
     u = iv.unit_roundoff(dtype)
@@ -533,6 +744,11 @@ def _certify(pb: _Problem, cap: float, chunk: int, t0: float) -> Certificate:
             construction=pb.net.construction, machine=repr(pb.machine), failing=failing,
             notes=tuple(notes) + tuple(extra))
 
+    if not np.isfinite(E).all():
+        p = int(np.argmax(~np.isfinite(E).all(axis=1)))
+        fc = FailingCase("nonfinite", pb.pair_desc(p), None, -1, "box centre",
+                         (math.nan, math.nan), (math.nan, math.nan))
+        return result(False, False, None, fc, math.nan, math.nan, 0)
     # the decoder must read each centre as its configuration
     width = pb.net.forward(torch.zeros((1, 1), dtype=torch.long))[0].shape[-1]
     dec = pb.net.decode(E[:, None, :width])
@@ -549,6 +765,14 @@ def _certify(pb: _Problem, cap: float, chunk: int, t0: float) -> Certificate:
     init_pair = 0
     s0 = W["h0"] if cell == "rnn" else np.concatenate([W["h0"], W["c0"]])
     dev0 = np.abs(s0 - E[init_pair])
+    # the induction starts inside the ε-box: every unit, cells included (a cell's radius is the
+    # cap whatever its initial deviation, so nothing below would compare it)
+    if not (dev0 <= cap).all():
+        j = int(np.argmax(~(dev0 <= cap)))
+        fc = FailingCase("initial", pb.pair_desc(init_pair), None, j, pb.labels[j],
+                         (float(s0[j]), float(s0[j])),
+                         (float(E[init_pair, j] - cap), float(E[init_pair, j] + cap)))
+        return result(False, False, None, fc, cap - float(dev0[j]), math.nan, 0)
     floor = 1e-3 * cap
     cells = np.zeros(S, dtype=bool)
     if cell == "lstm":
@@ -556,26 +780,31 @@ def _certify(pb: _Problem, cap: float, chunk: int, t0: float) -> Certificate:
     # cells keep the cap as their radius; the other units' radii grow to a fixed point
     R = np.where(cells, cap, np.maximum(dev0, floor))
     cases = 0
-    for _ in range(MAX_ROUNDS):
-        ps = _one_pass(pb, R, chunk)
+    # every comparison below is written so that NaN fails: "within" is ``dev <= R``
+    for r in range(MAX_ROUNDS):
+        ps = _one_pass(pb, R, chunk, progress, f"check ε={cap:g} round {r + 1}")
         cases += ps.cases
-        grow = (ps.dev > R) & ~cells
-        if not grow.any() or (ps.dev[~cells] > cap).any():
+        grow = ~(ps.dev <= R) & ~cells
+        if not grow.any() or not (ps.dev[~cells] <= cap).all():
             break
         R = np.where(grow, np.minimum(np.maximum(ps.dev * 1.5, R), cap), R)
+    fc = _nonfinite_failure(pb, ps, R)
+    if fc is not None:
+        return result(False, False, None, fc, math.nan, ps.readout_slack, cases)
     # non-cell units must be invariant within the cap
-    bad = (ps.dev > R) & ~cells
-    if (ps.dev[~cells] > cap).any() or bad.any():
-        j = int(np.argmax(np.where(~cells, ps.dev - R, -np.inf)))
-        p, a, lo, hi, tgt = ps.worst[j]
+    bad = ~(ps.dev <= np.minimum(R, cap)) & ~cells
+    if bad.any():
+        j = int(np.argmax(np.where(bad, ps.dev - np.minimum(R, cap), -np.inf)))
+        lab = pb.labels[j] if j < len(pb.labels) else f"unit {j}"
+        p, a, lo, hi, tgt = ps.worst.get(j, (0, 0, math.nan, math.nan, math.nan))
         fc = FailingCase("step", pb.pair_desc(p), str(pb.machine.alphabet.symbols[a]), j,
-                         pb.labels[j], (lo, hi), (tgt - R[j], tgt + R[j]))
+                         lab, (lo, hi), (tgt - R[j], tgt + R[j]))
         return result(False, False, None, fc, float(np.min(R - ps.dev)), ps.readout_slack, cases)
-    if ps.readout_fail is not None:
+    if ps.readout_fail is not None or not ps.readout_slack > 0:
         return result(False, False, None, ps.readout_fail, float(np.min(R - ps.dev)),
                       ps.readout_slack, cases)
     state_margin = float(np.min((R - ps.dev)[~cells])) if (~cells).any() else cap
-    if not (ps.dev[cells] > R[cells]).any():
+    if (ps.dev[cells] <= R[cells]).all():
         return result(True, True, None, None, state_margin, ps.readout_slack, cases)
     # LSTM cells still moving: with every box at R (cells at the cap), a cell's radius grows by
     # at most its drift D per step (ρ' ≤ (1+2u)·ρ + D); the ε-box holds while that stays ≤ cap.
@@ -584,9 +813,9 @@ def _certify(pb: _Problem, cap: float, chunk: int, t0: float) -> Certificate:
     rho0 = max(float(dev0[cells].max()), float(ps.settled[cells].max()))
     if D == 0.0 and rho0 == 0.0:  # points map exactly onto points
         return result(True, True, None, None, state_margin, ps.readout_slack, cases)
-    if D >= cap - rho0:
+    if not D < cap - rho0:
         j = int(np.argmax(np.where(cells, ps.drift, -np.inf)))
-        p, a, lo, hi, tgt = ps.worst[j]
+        p, a, lo, hi, tgt = ps.worst.get(j, (0, 0, math.nan, math.nan, math.nan))
         fc = FailingCase("step", pb.pair_desc(p), str(pb.machine.alphabet.symbols[a]), j,
                          pb.labels[j], (lo, hi), (tgt - cap, tgt + cap))
         return result(False, False, None, fc, cap - D, ps.readout_slack, cases)
@@ -605,14 +834,25 @@ def _certify(pb: _Problem, cap: float, chunk: int, t0: float) -> Certificate:
                   (note,))
 
 
+def _affine_overflow_free(W: np.ndarray, x: iv.Interval, b: np.ndarray, dtype: torch.dtype
+                          ) -> np.ndarray:
+    """Where fl(W x + b) over the box x cannot overflow (`overflow_free`), per output."""
+    n = W.shape[1] + 1
+    coef = iv.gamma(n, iv.unit_roundoff(dtype)) + iv.gamma(n + 2, 2.0**-53)
+    return overflow_free(x.mag @ np.abs(W).T + np.abs(b), coef, dtype)
+
+
 def _check_readout(pb: _Problem, rows: np.ndarray, R_h: np.ndarray
                    ) -> tuple[FailingCase | None, float]:
     """Readout enclosure on the boxes of some pairs; returns (failing case or None, slack)."""
     W, H = pb.W, pb.H
     h = iv.Interval.around(pb.E[rows, :H], R_h)
     z = iv.affine(W["readout.weight"], h, W["readout.bias"], pb.dtype)
+    safe = _affine_overflow_free(W["readout.weight"], h, W["readout.bias"], pb.dtype).all(1)
     if "out_embedding.weight" in W:
-        z = iv.affine(W["out_embedding.weight"], z, W["out_embedding.bias"], pb.dtype)
+        A2, b2 = W["out_embedding.weight"], W["out_embedding.bias"]
+        safe &= _affine_overflow_free(A2, z, b2, pb.dtype).all(1)
+        z = iv.affine(A2, z, b2, pb.dtype)
     expected = pb.fields["output"][rows]
     if pb.machine.output_kind in ("accept", "next_set"):
         exp = expected.reshape(len(rows), -1).astype(bool)
@@ -625,7 +865,9 @@ def _check_readout(pb: _Problem, rows: np.ndarray, R_h: np.ndarray
         others[r_idx, y] = -np.inf
         slack = (z.lo[r_idx, y] - others.max(axis=1))[:, None]
         required = lambda r, j: (float(others[r].max()), math.inf)
-    bad = slack <= 0
+    # a logit that could overflow the dtype has no rounding bound: its row's slack is NaN
+    slack = np.where(safe[:, None], slack, np.nan)
+    bad = ~(slack > 0)
     if bad.any():
         r, j = map(int, np.argwhere(bad)[0])
         if pb.machine.output_kind == "symbol":

@@ -81,9 +81,18 @@ from pdanet.automata.pda import DPDA
 from pdanet.automata.pdt import DPDT
 from pdanet.constructions.base import CompiledNetwork
 from pdanet.constructions.controllers import _U, _codes, _one_op
-from pdanet.errors import CertificationError
+from pdanet.errors import CertificationError, InputError
 from pdanet.verify import intervals as iv
-from pdanet.verify.certificate import Certificate, FailingCase
+from pdanet.verify.certificate import (
+    Certificate,
+    FailingCase,
+    Progress,
+    check_arguments,
+    notify,
+    overflow_free,
+    rejected,
+    weights_failure,
+)
 
 _OPS = {"noop": (None, None), "push": (None, "top"), "pop": ("top", None),
         "replace": ("top", "top")}
@@ -227,8 +236,9 @@ def _exact_terms_sum(terms: np.ndarray, dtype: torch.dtype) -> tuple[np.ndarray,
     nz = terms != 0
     g = np.where(nz, _lsb_exponent(np.where(nz, terms, 1.0)), 10**6).min(-1)
     cast = terms.astype(np.float32) if dtype == torch.float32 else terms
-    representable = (cast.astype(np.float64) == terms).all(-1)
+    representable = (cast.astype(np.float64) == terms).all(-1)   # NaN is not representable
     ok = representable & ((total == 0) | (total <= np.ldexp(1.0, np.minimum(p + g, 1000))))
+    ok &= total < float(torch.finfo(dtype).max)                   # no partial sum overflows
     return terms.sum(-1), ok
 
 
@@ -248,8 +258,15 @@ def _affine_point(blocks: list[tuple[np.ndarray, np.ndarray]], biases: list[np.n
     else:
         ok = np.zeros(W.shape[0], dtype=bool)
         value = np.zeros(W.shape[0])
-    enc = iv.affine(W, iv.Interval.point(xs), b, dtype, extra_terms=max(len(biases) - 1, 0))
-    return iv.Interval(np.where(ok, value, enc.lo), np.where(ok, value, enc.hi))
+    n_extra = max(len(biases) - 1, 0)
+    enc = iv.affine(W, iv.Interval.point(xs), b, dtype, extra_terms=n_extra)
+    # a sum that could overflow the dtype has no rounding bound: NaN, which every check fails
+    n = W.shape[1] + n_extra + 1
+    absum = np.abs(W) @ np.abs(xs) + sum((np.abs(bb) for bb in biases), np.zeros(W.shape[0]))
+    coef = iv.gamma(n, iv.unit_roundoff(dtype)) + iv.gamma(n + 2, 2.0**-53)
+    safe = ok | overflow_free(absum, coef, dtype)
+    lo, hi = np.where(ok, value, enc.lo), np.where(ok, value, enc.hi)
+    return iv.Interval(np.where(safe, lo, np.nan), np.where(safe, hi, np.nan))
 
 
 # --- Lemma 2's check: the memory module on saturated action sequences ----------------------------
@@ -321,15 +338,17 @@ def _parse_labels(net: CompiledNetwork, linear: bool) -> tuple[int | None, dict]
 
 
 def certify_stack_rnn(machine, net: CompiledNetwork, dtype: torch.dtype | None = None,
-                      kernel: str = "ulp") -> Certificate:
+                      kernel: str = "ulp", progress: Progress | None = None) -> Certificate:
     """Prove that a compiled stack RNN (target ``"stack_rnn"``) agrees with `machine` at every
     length by exact saturation (module docstring). ``kernel="ulp"`` cannot prove exact
     saturation and falls back to the "saturating" kernel model, with a note; the returned
-    certificate's ``kernel`` names the model the proof used."""
+    certificate's ``kernel`` names the model the proof used. ``progress`` as in `certify`
+    (called every few hundred cases and before the memory check). A non-finite weight gives a
+    NOT CERTIFIED certificate naming it; every check is an equality or ``slack > 0``, which NaN
+    fails."""
+    check_arguments(kernel=kernel, dtype=dtype, progress=progress)
     if net.target != "stack_rnn":
         raise CertificationError(f"certify_stack_rnn needs a stack_rnn network, got {net.construction}")
-    if kernel not in iv.KERNEL_MODELS:
-        raise CertificationError(f"kernel must be one of {iv.KERNEL_MODELS}, got {kernel!r}")
     if dtype is not None and dtype != net.dtype:
         net = net.with_scale(dtype=dtype)
     if net.info.get("store", "stack") != "stack":
@@ -337,11 +356,15 @@ def certify_stack_rnn(machine, net: CompiledNetwork, dtype: torch.dtype | None =
             f"{net.construction} drives a {net.info.get('store')}; the stack certificate covers "
             "stacks only — check queues and deques with pn.verify")
     t0 = time.perf_counter()
-    cert = _certify_with(machine, net, kernel, t0)
+    bad = weights_failure(net.module.state_dict())
+    if bad is not None:
+        return rejected(machine, net, bad, kernel, t0,
+                        "a weight is NaN or infinite: the network's outputs are undefined")
+    cert = _certify_with(machine, net, kernel, t0, progress)
     if kernel == "ulp" and not cert.ok and cert.failing is not None \
             and cert.failing.unit_label.startswith("tanh"):
         ulp_fail = cert.failing
-        cert = _certify_with(machine, net, "saturating", t0)
+        cert = _certify_with(machine, net, "saturating", t0, progress)
         note = ("the ulp kernel model bounds tanh only within a few ulps of ±1, which cannot "
                 "prove exact saturation (first such case: " + str(ulp_fail) + "); the proof "
                 "uses the saturating model: tanh(z) is exactly ±1 for |z| ≥ "
@@ -355,15 +378,17 @@ def _replace(cert: Certificate, **kw) -> Certificate:
     return replace(cert, **kw)
 
 
-def _certify_with(machine, net: CompiledNetwork, kernel: str, t0: float) -> Certificate:
+def _certify_with(machine, net: CompiledNetwork, kernel: str, t0: float,
+                  progress: Progress | None = None) -> Certificate:
     previous = iv.set_kernel_model(kernel)
     try:
-        return _run(machine, net, kernel, t0)
+        return _run(machine, net, kernel, t0, progress)
     finally:
         iv.set_kernel_model(previous)
 
 
-def _run(machine, net: CompiledNetwork, kernel: str, t0: float) -> Certificate:
+def _run(machine, net: CompiledNetwork, kernel: str, t0: float,
+         progress: Progress | None = None) -> Certificate:
     spec = _spec(machine)
     module = net.module
     dtype = net.dtype
@@ -488,6 +513,9 @@ def _run(machine, net: CompiledNetwork, kernel: str, t0: float) -> Certificate:
                                                  (math.nan, math.nan), (math.nan, math.nan)),
                               len(seen))
             done.add((node, a))
+            if len(done) % 256 == 0:
+                notify(progress, f"stack cases ({kernel} kernels)", len(done),
+                       max(len(done), len(seen) * K))
             # Lemma 1: the controller
             target = ideal(j2)
             if linear:
@@ -544,6 +572,7 @@ def _run(machine, net: CompiledNetwork, kernel: str, t0: float) -> Certificate:
                 if node2 not in seen:
                     seen.add(node2)
                     frontier.append(node2)
+    notify(progress, f"stack cases ({kernel} kernels)", len(done), len(done))
     msg = memory_check(net)
     if msg is not None:
         return result(False, FailingCase("memory", msg, None, -1, "memory module",
@@ -559,7 +588,7 @@ def _run(machine, net: CompiledNetwork, kernel: str, t0: float) -> Certificate:
 # --- the NS-RNN certificate -------------------------------------------------------------------
 def certify_ns_rnn(machine, net: CompiledNetwork, max_length: int | None = None,
                    dtype: torch.dtype | None = None, tol: float = 1e-5,
-                   check_length: int = 6) -> Certificate:
+                   check_length: int = 6, progress: Progress | None = None) -> Certificate:
     """Bound the NS-RNN's deviation from Lang's exact algorithm caused by the stand-in −L for
     log 0, as a function of the length n (module docstring).
 
@@ -573,17 +602,40 @@ def certify_ns_rnn(machine, net: CompiledNetwork, max_length: int | None = None,
     ``max_length``). b(n) grows exponentially, so no length-free bound follows (at n ≈ L/log K
     the stand-in's runs can outweigh the true ones). Float rounding is not part of the proof: it
     is checked against Lang's algorithm (float64) on every string of length ≤ ``check_length``
-    within ``tol``, and stated as such."""
+    within ``tol``, and stated as such. A non-finite weight gives a NOT CERTIFIED certificate
+    naming it; ``tol`` must be a finite real in (0, 1), ``check_length`` a non-negative int and
+    ``max_length`` None or a positive int (InputError); ``progress`` as in `certify`."""
     from pdanet.automata import semiring as srm
     from pdanet.automata.weighted import WeightedPDA
     from pdanet.constructions.ns import compare_readings, error_bound
 
     t0 = time.perf_counter()
+    check_arguments(dtype=dtype, progress=progress)
+    if isinstance(tol, bool) or not isinstance(tol, (int, float, np.integer, np.floating)) \
+            or not 0 < float(tol) < 1:
+        raise InputError(f"`tol` must be a finite real in (0, 1), got {tol!r}")
+    for name, v, low in (("check_length", check_length, 0), ("max_length", max_length, 1)):
+        if v is None and name == "max_length":
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+            raise InputError(f"`{name}` must be an int ≥ {low}{' or None' if low else ''}, "
+                             f"got {v!r}")
     if net.target != "ns_rnn":
         raise CertificationError(f"certify_ns_rnn needs an ns_rnn network, got {net.construction}")
     if dtype is not None and dtype != net.dtype:
         net = net.with_scale(dtype=dtype)
+    bad_weight = weights_failure(net.module.state_dict())
+    if bad_weight is not None:
+        return rejected(machine, net, bad_weight, "none", t0,
+                        "a weight is NaN or infinite: the network's outputs are undefined")
     wpda = machine if isinstance(machine, WeightedPDA) else WeightedPDA.from_pda(machine)
+    mine = (wpda.num_states, wpda.num_stack, len(wpda.alphabet))
+    theirs = (net.module.Q, net.module.G, net.module.embedding.num_embeddings - 1)
+    if mine != theirs:
+        raise CertificationError(
+            f"the network was compiled for a machine with (states, stack symbols, input symbols) "
+            f"= {theirs}, not for {machine!r} with {mine}; certify the network with the machine "
+            "it was compiled from")
     L = float(net.info.get("neg", 10_000))
     W = wpda.weight_tensor(srm.REAL)
     pos = W[W > 0]
@@ -601,7 +653,9 @@ def certify_ns_rnn(machine, net: CompiledNetwork, max_length: int | None = None,
         n_max = min(n_max, int(max_length))
     strings = [()] + [s for n in range(1, check_length + 1)
                       for s in itertools.product(wpda.alphabet.symbols, repeat=n)]
+    notify(progress, "ns readings", 0, len(strings))
     bad = compare_readings(wpda, net, strings, rtol=tol, atol=tol)
+    notify(progress, "ns readings", len(strings), len(strings))
     failing = None
     if bad is not None:
         failing = FailingCase("step", f"string {bad.string!r}", None, bad.step, bad.field,

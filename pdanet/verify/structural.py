@@ -76,7 +76,14 @@ from pdanet.verify.certificate import (
     MAX_ROUNDS,
     Certificate,
     FailingCase,
+    Progress,
     best_over_caps,
+    check_arguments,
+    nan_min,
+    notify,
+    overflow_free,
+    rejected,
+    weights_failure,
 )
 
 _U64 = 2.0**-53
@@ -285,8 +292,9 @@ def _build_cases(md: _Model, W: dict, rng: _Ranges) -> _Cases:
     in_open: dict = {}
     uniq_ih, inv_ih = np.unique(Wih, axis=0, return_inverse=True)
     inv_ih = np.asarray(inv_ih).reshape(-1)
-    open_vals = emb[:k] @ uniq_ih.T                       # (k, #unique rows)
-    open_abs = np.abs(emb[:k]) @ np.abs(uniq_ih).T
+    open_vals = np.ascontiguousarray((emb[:k] @ uniq_ih.T).T)          # (#unique rows, k)
+    open_abs = np.ascontiguousarray((np.abs(emb[:k]) @ np.abs(uniq_ih).T).T)
+    sel_of: dict = {}                                                   # (j, b) -> (mask, any)
     close_vals = emb[k:2 * k] @ uniq_ih.T
     close_rng = np.stack([close_vals.min(0), close_vals.max(0),
                           (np.abs(emb[k:2 * k]) @ np.abs(uniq_ih).T).max(0)], 1)
@@ -294,10 +302,14 @@ def _build_cases(md: _Model, W: dict, rng: _Ranges) -> _Cases:
     def input_open(row: int, j: int, b: int) -> tuple[float, float, float] | None:
         key = (inv_ih[row], j, b)
         if key not in in_open:
-            sel = md.phi[:, j] == b
-            v = open_vals[sel, inv_ih[row]]
-            in_open[key] = ((float(v.min()), float(v.max()),
-                             float(open_abs[sel, inv_ih[row]].max())) if len(v) else None)
+            if (j, b) not in sel_of:
+                mask = md.phi[:, j] == b
+                sel_of[j, b] = (mask, bool(mask.any()))
+            sel, nonempty = sel_of[j, b]
+            v, va = open_vals[inv_ih[row]], open_abs[inv_ih[row]]       # contiguous rows
+            in_open[key] = ((float(np.min(v, where=sel, initial=np.inf)),
+                             float(np.max(v, where=sel, initial=-np.inf)),
+                             float(np.max(va, where=sel, initial=-np.inf))) if nonempty else None)
         return in_open[key]
 
     bitvals = [np.unique(md.phi[:, j]).tolist() for j in range(md.code.d)]
@@ -446,6 +458,8 @@ def _pass(md: _Model, W: dict, cs: _Cases, R: np.ndarray, dtype: torch.dtype) ->
     rad = spread[rows, st] + coef * (absum[rows, st] + cs.absin) + n_terms * iv.tiny(dtype)
     rad = rad + iv.gamma(2, _U64) * np.maximum(np.abs(cs.zlo), np.abs(cs.zhi))
     rad = np.where(_exact_rows(W, dtype)[rows], 0.0, rad)
+    # a row whose partial sums could overflow the dtype has no rounding bound: NaN fails
+    rad = np.where(overflow_free(absum[rows, st] + cs.absin, coef, dtype), rad, np.nan)
     z = iv.Interval(cs.zlo, cs.zhi).widen(rad)
     drift = np.zeros(S)
     settled = np.zeros(S)
@@ -489,6 +503,8 @@ def _readout(md: _Model, W: dict, R: np.ndarray, rng: _Ranges, dtype: torch.dtyp
     tiny = iv.tiny(dtype)
     A1, a1 = W["readout.weight"], W["readout.bias"]
     two = "out_embedding.weight" in W
+    absA1 = np.abs(A1)                                    # hoisted: (2k+1)-row matrices
+    absA2 = np.abs(W["out_embedding.weight"]) if two else None
     hmax_all = _hmax(md, R)
     n1 = A1.shape[1] + 1
     opens, closes, end = np.arange(k), np.arange(k, 2 * k), 2 * k
@@ -497,16 +513,22 @@ def _readout(md: _Model, W: dict, R: np.ndarray, rng: _Ranges, dtype: torch.dtyp
     units_of = [np.nonzero(md.slot == s)[0] for s in range(m)]
     for si, (depth, last) in enumerate(md.states()):
         hmax = hmax_all[:, si]
-        rho1 = np.abs(A1) @ R[:H, si] + (iv.gamma(n1, u) + iv.gamma(2 * (n1 + q + 4), _U64)) * (
-            np.abs(A1) @ hmax + np.abs(a1)) + n1 * tiny
+        coef1 = iv.gamma(n1, u) + iv.gamma(2 * (n1 + q + 4), _U64)
+        A1h = absA1 @ hmax + np.abs(a1)
+        rho1 = absA1 @ R[:H, si] + coef1 * A1h + n1 * tiny
+        safe = overflow_free(A1h, coef1, dtype).all()
         if two:
             A2, a2 = W["out_embedding.weight"], W["out_embedding.bias"]
-            ymax = np.abs(A1) @ hmax + np.abs(a1) + rho1
+            ymax = A1h + rho1
             n2 = A2.shape[1] + 1
-            rad = np.abs(A2) @ rho1 + (iv.gamma(n2, u) + iv.gamma(2 * (n2 + q + 4), _U64)) * (
-                np.abs(A2) @ ymax + np.abs(a2)) + n2 * tiny
+            coef2 = iv.gamma(n2, u) + iv.gamma(2 * (n2 + q + 4), _U64)
+            A2y = absA2 @ ymax + np.abs(a2)
+            rad = absA2 @ rho1 + coef2 * A2y + n2 * tiny
+            safe = safe and overflow_free(A2y, coef2, dtype).all()
         else:
             rad = rho1
+        if not safe:  # a logit could overflow the dtype: no rounding bound, NaN fails
+            rad = np.full_like(rad, np.nan)
         a, c, e = md.coef(depth, last)
         const1 = a1.copy()
         V = []
@@ -531,7 +553,7 @@ def _readout(md: _Model, W: dict, R: np.ndarray, rng: _Ranges, dtype: torch.dtyp
         want = np.zeros(n_out, dtype=bool)
         want[opens] = depth < m
         want[end] = depth == 0
-        bad = np.where(want, lo <= 0, hi >= 0)
+        bad = np.where(want, ~(lo > 0), ~(hi < 0))       # NaN is bad
         bad[closes] = False
         for r in np.nonzero(bad)[0]:                  # refine: exact range per slot
             lo_r, hi_r = const[r] - rad[r], const[r] + rad[r]
@@ -555,7 +577,7 @@ def _readout(md: _Model, W: dict, R: np.ndarray, rng: _Ranges, dtype: torch.dtyp
             same = (best_bits == (md.bits[:, :q] > 0)).all(1)
             second = np.where(same, best - np.abs(wt[:, :q]).min(1), best)
             neg = chi + second
-            c_bad_pos, c_bad_neg = pos <= 0, neg >= 0
+            c_bad_pos, c_bad_neg = ~(pos > 0), ~(neg < 0)
             for i in np.nonzero(c_bad_pos | c_bad_neg)[0]:   # refine other slots exactly
                 for s in slots:
                     if s == top:
@@ -575,13 +597,13 @@ def _readout(md: _Model, W: dict, R: np.ndarray, rng: _Ranges, dtype: torch.dtyp
         s_other = np.where(want, lo, -hi)
         s_other[closes] = np.inf
         cases += k + 1
-        worst = min(float(slack.min()), float(s_other.min()))
-        slack_min = min(slack_min, worst)
-        if worst <= 0:
-            if float(slack.min()) <= 0:
+        worst = nan_min(float(slack.min()), float(s_other.min()))
+        slack_min = nan_min(slack_min, worst)
+        if not worst > 0:
+            if not float(slack.min()) > 0:
                 i = int(np.argmin(slack))
                 row = int(closes[i])
-                if depth and lo[row] <= 0:                   # the matching close, top = i
+                if depth and not lo[row] > 0:               # the matching close, top = i
                     stack = [0] * depth
                     stack[top] = i
                     st = tuple(reversed(stack)) if md.kind == "push_pop" else tuple(stack)
@@ -639,15 +661,20 @@ def _initial_centre(md: _Model) -> np.ndarray:
 
 
 def certify_structural(machine: DyckKM, net: CompiledNetwork, dtype: torch.dtype | None = None,
-                       kernel: str = "ulp", eps: float | None = None) -> Certificate:
+                       kernel: str = "ulp", eps: float | None = None,
+                       progress: Progress | None = None) -> Certificate:
     """Certify a Dyck-(k, m) stack network (Elman push/pop or LSTM cell stack) for every string
     (LSTM: every length ≤ L, reported) by local views (see the module docstring's lemmas).
 
     Same `Certificate` as `pdanet.certify`; ``configs`` is Σ kⁱ (covered, not visited) and
     ``cases`` the number of local cases checked (unit cases plus logit checks). ``eps`` caps the
-    box radius (None: searched over `EPS_LADDER`); ``kernel`` as in `certify`.
+    box radius (None: searched over `EPS_LADDER`); ``kernel`` as in `certify`; ``progress`` as in
+    `certify` (called once per pass). Arguments are validated as in `certify` (InputError); a
+    non-finite weight, or a NaN met on the way (every comparison is written so that NaN fails),
+    gives a NOT CERTIFIED certificate that names it.
     """
     t0 = time.perf_counter()
+    check_arguments(eps=eps, kernel=kernel, dtype=dtype, progress=progress)
     if not isinstance(machine, DyckKM):
         raise CertificationError(f"structural certification is for DyckKM, got "
                                  f"{type(machine).__name__}")
@@ -656,6 +683,10 @@ def certify_structural(machine: DyckKM, net: CompiledNetwork, dtype: torch.dtype
     if dtype is not None and dtype != net.dtype:
         net = net.with_scale(dtype=dtype)
     dtype = net.dtype
+    bad_weight = weights_failure(net.module.state_dict())
+    if bad_weight is not None:
+        return rejected(machine, net, bad_weight, kernel, t0,
+                        "a weight is NaN or infinite: the network's outputs are undefined")
     previous = iv.set_kernel_model(kernel)
     try:
         md = _model(machine, net)
@@ -668,14 +699,18 @@ def certify_structural(machine: DyckKM, net: CompiledNetwork, dtype: torch.dtype
                                bad, ("the layout's encoding disagrees with the decoder",), kernel)
         rng = _Ranges(md)
         cs = _build_cases(md, W, rng)
-        best = best_over_caps(lambda cap: _certify(md, net, W, cs, rng, cap, dtype, t0), eps)
+        notify(progress, "structural cases", len(cs.unit), len(cs.unit))
+        best = best_over_caps(
+            lambda cap: _certify(md, net, W, cs, rng, cap, dtype, t0, progress), eps)
     finally:
         iv.set_kernel_model(previous)
     return replace(best, kernel=kernel, seconds=time.perf_counter() - t0)
 
 
 def _certify(md: _Model, net: CompiledNetwork, W: dict, cs: _Cases, rng: _Ranges, cap: float,
-             dtype: torch.dtype, t0: float) -> Certificate:
+             dtype: torch.dtype, t0: float, progress: Progress | None = None) -> Certificate:
+    """One certification at box cap ``cap``. Every comparison is written so that NaN fails
+    ("within" is ``dev <= R``); a non-finite deviation, drift or radius fails as such."""
     H = md.H
     lstm = md.kind == "cell_stack"
     S = 2 * H if lstm else H
@@ -694,9 +729,14 @@ def _certify(md: _Model, net: CompiledNetwork, W: dict, cs: _Cases, rng: _Ranges
             cases=cases, seconds=time.perf_counter() - t0, construction=net.construction,
             machine=repr(md.machine), failing=failing, notes=tuple(notes) + tuple(extra))
 
-    def step_fail(j: int, ps: _Pass, R: np.ndarray, margin: float, rm: float, cases: int):
+    def step_fail(j: int, ps: _Pass, R: np.ndarray, margin: float, rm: float, cases: int,
+                  kind: str = "step"):
         v, col = (j - H, 1) if j >= H else (j, 0)
         mine = np.nonzero(cs.unit == v)[0]
+        if len(mine) == 0:  # a unit without local cases (its deviation is its radius's)
+            fc = FailingCase(kind, "every configuration", None, j, md.label(j),
+                             (math.nan, math.nan), (math.nan, math.nan))
+            return result(False, False, None, fc, margin, rm, cases)
         excess = ps.dcase[mine, col] - R[j, cs.succ[mine]]
         i = int(mine[np.argmax(excess)])
         depth, last, push, pins, bx = cs.views[i]
@@ -709,7 +749,7 @@ def _certify(md: _Model, net: CompiledNetwork, W: dict, cs: _Cases, rng: _Ranges
             t = int(np.nonzero(md.phi[:, jj] == pins[top])[0][0]) if top in pins else 0
             sym = md.machine.closes[t]
         tgt, r = float(cs.target[i, col]), float(R[j, cs.succ[i]])
-        fc = FailingCase("step", cfg, sym, j, md.label(j),
+        fc = FailingCase(kind, cfg, sym, j, md.label(j),
                          (float(ps.lo[i, col]), float(ps.hi[i, col])), (tgt - r, tgt + r))
         return result(False, False, None, fc, margin, rm, cases)
 
@@ -722,8 +762,8 @@ def _certify(md: _Model, net: CompiledNetwork, W: dict, cs: _Cases, rng: _Ranges
     cells = np.zeros(S, dtype=bool)
     if lstm:
         cells[H:] = True
-    if (dev0 > cap).any():
-        j = int(np.argmax(dev0))
+    if not (dev0 <= cap).all():
+        j = int(np.argmax(~(dev0 <= cap)))
         fc = FailingCase("initial", "DyckConfig(stack=())", None, j, md.label(j),
                          (float(s0[j]), float(s0[j])), (E0[j] - cap, E0[j] + cap))
         return result(False, False, None, fc, cap - float(dev0.max()), math.nan, 0)
@@ -735,30 +775,36 @@ def _certify(md: _Model, net: CompiledNetwork, W: dict, cs: _Cases, rng: _Ranges
         R = np.full((S, len(states)), floor)
         R[:, s_init] = np.maximum(dev0, floor)
         R[cells] = cap
-        for _ in range(MAX_ROUNDS):
+        for r in range(MAX_ROUNDS):
             ps = _pass(md, W, cs, R, dtype)
-            grow = (ps.dev > R) & nc[:, None]
-            if not grow.any() or (ps.dev[nc] > limit).any():
+            notify(progress, f"structural check ε={cap:g}", r + 1, MAX_ROUNDS)
+            grow = ~(ps.dev <= R) & nc[:, None]
+            if not grow.any() or not (ps.dev[nc] <= limit).all():
                 break
             R = np.where(grow, np.minimum(np.maximum(ps.dev * 1.5, R), limit), R)
-        if not ((ps.dev > R) & nc[:, None]).any():
+        if (ps.dev[nc] <= R[nc]).all():
             break
-    if ((ps.dev > R) & nc[:, None]).any():
+    finite = (np.isfinite(ps.dev).all(1) & np.isfinite(ps.drift) & np.isfinite(ps.settled)
+              & np.isfinite(R).all(1))
+    if not finite.all():
+        j = int(np.argmax(~finite))
+        return step_fail(j, ps, R, math.nan, math.nan, cases, kind="nonfinite")
+    if not (ps.dev[nc] <= R[nc]).all():
         j = int(np.argmax(np.where(nc, (ps.dev - R).max(1), -np.inf)))
         return step_fail(j, ps, R, float(np.min((R - ps.dev)[nc])), math.nan, cases)
     fail, rslack, rcases = _readout(md, W, R, rng, dtype)
     cases += rcases
-    if fail is not None:
+    if fail is not None or not rslack > 0:
         return result(False, False, None, fail, float(np.min((R - ps.dev)[nc])), rslack, cases)
     state_margin = float(np.min((R - ps.dev)[nc]))
-    if not (ps.dev[cells] > R[cells]).any():
+    if (ps.dev[cells] <= R[cells]).all():
         return result(True, True, None, None, state_margin, rslack, cases)
     # cells still moving: a cell's radius grows by ≤ D per step ((1+2u)ρ + D); holds while ≤ cap
     D = float(ps.drift[cells].max())
     rho0 = max(float(dev0[cells].max()), float(ps.settled[cells].max()))
     if D == 0.0 and rho0 == 0.0:  # points map exactly onto points
         return result(True, True, None, None, state_margin, rslack, cases)
-    if D >= cap - rho0:
+    if not D < cap - rho0:
         j = int(np.argmax(np.where(cells, ps.drift, -np.inf)))
         return step_fail(j, ps, R, cap - D, rslack, cases)
     lo_L, hi_L = 1, 10**15
