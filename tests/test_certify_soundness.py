@@ -313,3 +313,17 @@ def test_initial_state_outside_its_box_is_not_certified(name, target, method, bl
     cert = certify(m, mut)
     assert not cert.ok and cert.failing is not None and cert.failing.kind == "initial", str(cert)
     assert cert.failing.unit == (net.module.hidden_size if block == "c0" else 0)
+
+
+def test_ns_rnn_certificate_refuses_edited_weights():
+    """The NS-RNN length bound comes from the compiled weights: an edited module is refused."""
+    import torch
+
+    m = pn.tasks.get("dyck1")
+    net = pn.compile(m, target="ns_rnn")
+    assert pn.certify(m, net).ok
+    name, p = next(iter(net.module.named_parameters()))
+    with torch.no_grad():
+        p.view(-1)[0] += 1e-3
+    cert = pn.certify(m, net)
+    assert not cert.ok and name in str(cert) and "compiled" in str(cert)

@@ -603,3 +603,20 @@ def test_verify_accepts_the_machine_an_ns_rnn_was_compiled_from():
     assert report.ok and "reading" in report.fields
     with pytest.raises(VerificationError, match="compiled for .*converted from"):
         verify(pn.tasks.get("dyck1"), net, max_length=2)
+
+
+@pytest.mark.parametrize("target,method", [("lstm", "hewitt"), ("lstm", "compact"),
+                                           ("elman", "hewitt"), ("elman", "compact")])
+def test_verify_reports_nan_weights_as_a_disagreement(target, method):
+    """A NaN anywhere in a compiled Dyck network is a counterexample, never a crash."""
+    import torch
+
+    import pdanet as pn
+
+    m = pn.tasks.dyck(k=2, m=2)
+    for name, _ in pn.compile(m, target=target, method=method).module.named_parameters():
+        net = pn.compile(m, target=target, method=method)
+        with torch.no_grad():
+            dict(net.module.named_parameters())[name].view(-1)[0] = float("nan")
+        report = pn.verify(m, net, max_length=4, samples=0, long_samples=0)
+        assert not report.ok, name

@@ -586,6 +586,24 @@ def _run(machine, net: CompiledNetwork, kernel: str, t0: float,
 
 
 # --- the NS-RNN certificate -------------------------------------------------------------------
+def _edited_weight(net: CompiledNetwork) -> FailingCase | None:
+    """The first entry where the module's weights differ from the compiled exact weights."""
+    compiled = net.float_weights()
+    for name, v in net.module.state_dict().items():
+        want = compiled.get(name)
+        if want is None or tuple(want.shape) != tuple(v.shape):
+            return FailingCase("weights", f"weight block {name!r}", None, 0, "shape",
+                               (math.nan, math.nan), (math.nan, math.nan))
+        diff = (v.detach().cpu() != want.to(v.dtype).cpu()).reshape(-1)
+        if bool(diff.any()):
+            flat = int(torch.argmax(diff.to(torch.int8)))
+            got, exp = float(v.reshape(-1)[flat]), float(want.reshape(-1)[flat])
+            return FailingCase("weights", f"weight block {name!r}", None, flat,
+                               f"entry {flat} (flattened) differs from the compiled weight",
+                               (got, got), (exp, exp))
+    return None
+
+
 def certify_ns_rnn(machine, net: CompiledNetwork, max_length: int | None = None,
                    dtype: torch.dtype | None = None, tol: float = 1e-5,
                    check_length: int = 6, progress: Progress | None = None) -> Certificate:
@@ -628,6 +646,11 @@ def certify_ns_rnn(machine, net: CompiledNetwork, max_length: int | None = None,
     if bad_weight is not None:
         return rejected(machine, net, bad_weight, "none", t0,
                         "a weight is NaN or infinite: the network's outputs are undefined")
+    edited = _edited_weight(net)
+    if edited is not None:
+        return rejected(machine, net, edited, "none", t0,
+                        "the module's weights are not the compiled ones (trained or edited): the "
+                        "length bound is derived from the compiled weights; use pn.verify")
     wpda = machine if isinstance(machine, WeightedPDA) else WeightedPDA.from_pda(machine)
     mine = (wpda.num_states, wpda.num_stack, len(wpda.alphabet))
     theirs = (net.module.Q, net.module.G, net.module.embedding.num_embeddings - 1)
