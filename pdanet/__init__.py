@@ -6,7 +6,21 @@ network and automaton agree.
     net = pn.compile(m, target="lstm")
     pn.verify(m, net, max_length=8).ok
     pn.certify(m, net)
+
+``import pdanet`` does not import torch: the symbolic core is loaded at once, and the names that
+need torch (`compile`, `verify`, `certify`, `CompiledNetwork`, `load_network`, ...) are loaded
+on first use (PEP 562 module ``__getattr__``).
+
+`pn.verify` is the function `pdanet.verify.lockstep.verify`; the subpackage of the same name is
+``sys.modules["pdanet.verify"]`` (``from pdanet.verify.bounds import table`` and the like work
+as usual). The subpackage is imported here, before the name is bound, so importing any of its
+submodules later never rebinds `pn.verify` to the module.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from pdanet import errors, limits
 from pdanet.automata import (
@@ -23,22 +37,88 @@ from pdanet.automata import (
     DyckKM,
     tasks,
 )
-from pdanet.automata.draw import draw, render, to_networkx
 from pdanet.automata.io import load
 from pdanet.automata.nfa import NFA
 from pdanet.automata.regex import regex_to_dfa
 from pdanet.automata.weighted import WeightedPDA, WeightedPDT
-from pdanet.constructions import CompiledNetwork, compile
-from pdanet.export import load_network, save_network
-from pdanet.learning import initialize
-from pdanet.verify import bounds
-from pdanet.verify.certificate import Certificate, certify
-from pdanet.verify.lockstep import verify
+
+# Load the subpackage pdanet.verify now (it is cheap and torch-free) so that the import system
+# binds the attribute ``verify`` to the module here, once; the name is then dropped, and
+# ``__getattr__`` below binds it to the function on first use.
+importlib.import_module("pdanet.verify")
+globals().pop("verify", None)
 
 __version__ = "0.1.0"
 
+# name -> (module, attribute): loaded on first access, then cached in the module's namespace
+_LAZY: dict[str, tuple[str, str]] = {
+    "draw": ("pdanet.automata.draw", "draw"),
+    "render": ("pdanet.automata.draw", "render"),
+    "to_networkx": ("pdanet.automata.draw", "to_networkx"),
+    "CompiledNetwork": ("pdanet.constructions.base", "CompiledNetwork"),
+    "compile": ("pdanet.constructions.base", "compile"),
+    "load_network": ("pdanet.export", "load_network"),
+    "save_network": ("pdanet.export", "save_network"),
+    "initialize": ("pdanet.learning.init", "initialize"),
+    "bounds": ("pdanet.verify.bounds", ""),
+    "verify": ("pdanet.verify.lockstep", "verify"),
+    "certify": ("pdanet.verify.certificate", "certify"),
+    "Certificate": ("pdanet.verify.certificate", "Certificate"),
+}
+
 __all__ = [
-    "errors", "limits", "Alphabet", "EPSILON", "BOTTOM", "DFA", "NFA", "DPDA", "PDA", "DPDT", "BoundedPDA",
-    "DyckKM", "CFG", "PCFG", "WeightedPDA", "WeightedPDT", "tasks", "regex_to_dfa", "load", "draw", "render", "to_networkx",
-    "CompiledNetwork", "compile", "load_network", "save_network", "initialize", "verify", "certify", "Certificate", "bounds", "__version__",
+    "BOTTOM",
+    "CFG",
+    "DFA",
+    "DPDA",
+    "DPDT",
+    "EPSILON",
+    "NFA",
+    "PCFG",
+    "PDA",
+    "Alphabet",
+    "BoundedPDA",
+    "Certificate",
+    "CompiledNetwork",
+    "DyckKM",
+    "WeightedPDA",
+    "WeightedPDT",
+    "__version__",
+    "bounds",
+    "certify",
+    "compile",
+    "draw",
+    "errors",
+    "initialize",
+    "limits",
+    "load",
+    "load_network",
+    "regex_to_dfa",
+    "render",
+    "save_network",
+    "tasks",
+    "to_networkx",
+    "verify",
 ]
+
+
+# subpackages and modules reachable as attributes (``pn.constructions.available``)
+_SUBMODULES = frozenset({"automata", "constructions", "learning", "export", "plot", "demo", "cli"})
+
+
+def __getattr__(name: str) -> Any:
+    """Load a torch-dependent (or otherwise heavy) public name, or a submodule, on first use."""
+    if name in _SUBMODULES:
+        return importlib.import_module(f"pdanet.{name}")  # the import binds the attribute
+    try:
+        module_name, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'pdanet' has no attribute {name!r}") from None
+    module = importlib.import_module(module_name)
+    value = getattr(module, attr) if attr else module
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

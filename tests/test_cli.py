@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -69,15 +72,15 @@ def test_run_named_transducer(capsys):
     expected = ["ε" if o is None else o for o in m.outputs("ab##")]
     assert [r.split()[-1] for r in rows] == expected == ["ε", "#", "#", "b", "a"]
     assert "stack=[⊥" in rows[1]
-    code, _, err = run(capsys, "run", "sequence_copy", "ab")
-    assert code == 1 and "no machine" in err
+    code, out, _ = run(capsys, "run", "sequence_copy", "--param", "vocab_size=2", "s0 s1 # #")
+    assert code == 0 and out.strip().splitlines()[-1].split()[-1] == "s1"
     code, out, _ = run(capsys, "run", "modular_counter", "--param", "modulus=2",
                        "--param", "residue=1", "0111")
     assert out.strip().endswith("accepted: yes")
     code, out, _ = run(capsys, "run", "modular_counter", "--param", "modulus=2", "011")
     assert out.strip().endswith("accepted: yes")
     code, _, err = run(capsys, "run", "parity", "--param", "bogus=1", "01")
-    assert code == 1 and "bad parameters" in err
+    assert code == 2 and "bad parameters" in err
 
 
 def test_run_json_matches_machine(capsys, dfa_file):
@@ -124,19 +127,19 @@ def test_draw_svg(capsys, tmp_path):
 
 def test_errors_are_typed_messages(capsys, tmp_path):
     code, out, err = run(capsys, "run", "no-such-task", "ab")
-    assert code == 1 and out == ""
-    assert err.startswith("error: ") and "no-such-task" in err and "Traceback" not in err
+    assert code == 2 and out == ""
+    assert err.startswith("pdanet: error: ") and "no-such-task" in err and "Traceback" not in err
     bad = tmp_path / "bad.json"
     bad.write_text('{"format": 1, "kind": "dfa", "states": [0], "alphabet": ["a"], '
                    '"start": 3, "transitions": []}', encoding="utf-8")
     code, _, err = run(capsys, "run", str(bad), "a")
-    assert code == 1 and "$.start" in err and "unknown state 3" in err
+    assert code == 2 and "$.start" in err and "unknown state 3" in err
     code, _, err = run(capsys, "run", "dyck", "--k", "2", "--m", "2", "(x")
-    assert code == 1 and "'x'" in err
+    assert code == 2 and "'x'" in err
     code, _, err = run(capsys, "run", "dyck", "--param", "nonsense", "()")
-    assert code == 1 and "KEY=VALUE" in err
+    assert code == 2 and "KEY=VALUE" in err
     code, _, err = run(capsys, "run", str(bad), "a", "--k", "2")
-    assert code == 1 and "drop them" in err
+    assert code == 2 and "drop them" in err
 
 
 def test_jflap_file_and_unwritable_output(capsys, tmp_path):
@@ -147,7 +150,7 @@ def test_jflap_file_and_unwritable_output(capsys, tmp_path):
     assert code == 0 and out.strip().endswith("accepted: yes")
     if shutil.which("dot") is not None:
         code, _, err = run(capsys, "draw", str(jff), "-o", str(tmp_path / "no" / "dir.svg"))
-        assert code == 1 and err.startswith("error: ") and "Traceback" not in err
+        assert code == 2 and err.startswith("pdanet: error: ") and "Traceback" not in err
 
 
 def test_usage_errors_and_help(capsys):
@@ -178,3 +181,152 @@ def test_register_command(capsys):
         assert "pdanet square 3" in run(capsys, "square", "--help")[1]
     finally:
         del COMMANDS["square"]
+
+
+# --- one error path -------------------------------------------------------------------------
+
+def _one_error_line(err: str) -> str:
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pdanet: error: "), err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def _strict(text: str):
+    def reject(token):
+        raise AssertionError(f"invalid JSON token {token}")
+
+    return json.loads(text, parse_constant=reject)
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["run", "dyck", "--k", "nan", "()"], "--k"),
+    (["run", "dyck", "--m", "2.5", "()"], "--m"),
+    (["run", "dyck", "--k", "9" * 40, "()"], "--k"),
+    (["draw", "dyck", "--max-configs", "-1"], "--max-configs"),
+    (["draw", "dyck", "--max-configs", "inf"], "--max-configs"),
+    (["verify", "dyck", "--max-length", "-2"], "--max-length"),
+    (["verify", "dyck", "--samples", "-5"], "--samples"),
+    (["verify", "dyck", "--long-length", "abc"], "--long-length"),
+    (["verify", "dyck", "--long-samples", "-1"], "--long-samples"),
+    (["verify", "dyck", "--seed", "-1"], "--seed"),
+    (["verify", "dyck", "--sample-lengths", "1", "nan"], "--sample-lengths"),
+    (["certify", "dyck", "--eps", "inf"], "--eps"),
+    (["certify", "dyck", "--eps", "nan"], "--eps"),
+    (["certify", "dyck", "--eps", "-1"], "--eps"),
+    (["certify", "dyck", "--eps", "0"], "--eps"),
+    (["certify", "dyck", "--max-configs", "0"], "--max-configs"),
+    (["certify", "dyck", "--min-length", "-4"], "--min-length"),
+    (["bounds", "--k", "0"], "--k"),
+    (["bounds", "--m", "-3"], "--m"),
+    (["bounds", "--max-units", "-1"], "--max-units"),
+    (["bounds", "--max-units", "1e400"], "--max-units"),
+])
+def test_bad_numeric_flags_are_one_line_exit_2(capsys, argv, flag):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert flag in _one_error_line(err)
+    code, out, err = run(capsys, *argv, "--json")
+    data = _strict(out)
+    assert code == 2 and err == "" and data["error"]["type"] == "UsageError"
+    assert flag in data["error"]["message"]
+
+
+def test_integer_options_accept_exact_scientific_forms():
+    parse = cli.integer(1)
+    assert parse("1e9") == 10**9 and parse("1_000") == 1000 and parse("2.5e3") == 2500
+    for bad in ("2.5", "1e-3", "nan", "inf", "0", "", "1e400", "0x10"):
+        with pytest.raises(Exception, match="expected an integer"):
+            parse(bad)
+
+
+def test_param_values_must_be_finite(capsys):
+    code, _, err = run(capsys, "run", "modular_counter", "--param", "modulus=nan", "01")
+    assert code == 2 and "modulus=nan" in _one_error_line(err)
+
+
+def test_usage_errors_are_one_line(capsys):
+    for argv in (["frobnicate"], ["run"], ["run", "dyck", "()", "extra"], ["tasks", "--bogus"]):
+        code, out, err = run(capsys, *argv)
+        assert code == 2 and out == ""
+        _one_error_line(err)
+    code, out, err = run(capsys, "run", "--json")
+    assert code == 2 and err == "" and _strict(out)["error"]["type"] == "UsageError"
+
+
+def test_pdanet_errors_as_json(capsys):
+    code, out, err = run(capsys, "run", "no-such-task", "ab", "--json")
+    data = _strict(out)
+    assert code == 2 and err == ""
+    assert data == {"error": {"type": "InputError", "message": data["error"]["message"]}}
+    assert "no-such-task" in data["error"]["message"]
+
+
+def test_missing_machine_file_and_folder(capsys, tmp_path):
+    code, _, err = run(capsys, "run", str(tmp_path / "missing.json"), "ab")
+    assert code == 2 and "does not exist" in _one_error_line(err)
+    (tmp_path / "dir.json").mkdir()
+    code, _, err = run(capsys, "run", str(tmp_path / "dir.json"), "ab")
+    assert code == 2 and "folder" in _one_error_line(err)
+
+
+def test_draw_output_paths_are_checked_first(capsys, tmp_path):
+    for target, words in ((tmp_path / "no" / "d.svg", "does not exist"),
+                          (tmp_path, "is a folder"), (tmp_path / "d.xyz", ".svg")):
+        code, out, err = run(capsys, "draw", "dyck", "-o", str(target))
+        line = _one_error_line(err)
+        assert code == 2 and out == "" and "--output" in line and words in line
+
+
+class _ClosedPipe(io.StringIO):
+    def write(self, text):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self):
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_broken_pipe_is_quiet(capsys):
+    err = io.StringIO()
+    assert main(["tasks"], _ClosedPipe(), err) == 0 and err.getvalue() == ""
+    assert main(["run", "dyck", "--k", "2", "--m", "3", "([])"], _ClosedPipe(), err) == 0
+    assert main(["--help"], _ClosedPipe(), err) == 0 and err.getvalue() == ""
+
+
+def test_broken_pipe_in_a_real_process():
+    code = ("import os, sys\n"
+            "r, w = os.pipe(); os.close(r); os.dup2(w, 1)\n"
+            "from pdanet.cli import main\n"
+            "sys.exit(main(['draw', 'dyck', '--k', '3', '--m', '5', '--max-configs', '400']))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 0 and proc.stderr == ""
+
+
+def test_json_output_is_strict():
+    assert cli.dumps({"a": float("nan"), "b": [float("inf"), -float("inf")], "c": 1.5}) == \
+        '{"a": "nan", "b": ["inf", "-inf"], "c": 1.5}'
+    import numpy as np
+
+    assert _strict(cli.dumps({"x": np.float32("nan"), "y": np.arange(2), 3: (1, 2)})) == \
+        {"x": "nan", "y": [0, 1], "3": [1, 2]}
+
+
+def test_run_huge_dyck_builds_nothing_of_size_k(capsys):
+    code, out, err = run(capsys, "run", "dyck", "--k", "1e9", "--m", "3", "(0 )0")
+    assert code == 0 and err == "" and "(999999999" in out
+    assert out.strip().endswith("accepted: yes")
+    code, out, _ = run(capsys, "run", "dyck", "--k", "1000000000", "--m", "3", "(0 )0", "--json")
+    data = _strict(out)
+    assert code == 0 and data["accepted"] is True and len(data["steps"]) == 3
+
+
+def test_progress_line_draws_and_erases():
+    stream = io.StringIO()
+    bar = cli.ProgressLine(stream, width=10, interval=0)
+    bar("explore", 5, 10)
+    bar("explore", 10, 10)
+    assert stream.getvalue().startswith("\rexplore [#####-----] 5/10")
+    assert "[##########] 10/10" in stream.getvalue()
+    bar.close()
+    assert stream.getvalue().endswith("\r") and "\n" not in stream.getvalue()

@@ -70,9 +70,9 @@ def test_compile_default_target_and_unknown_target(capsys):
     code, out, _ = run(capsys, "compile", "reversal", "--json")
     assert code == 0 and json.loads(out)["target"] == "stack_rnn"  # no lstm for a DPDT
     code, _, err = run(capsys, "compile", "dyck", "--target", "nonsense")
-    assert code == 1 and err.startswith("error:") and "nonsense" in err
+    assert code == 2 and err.startswith("pdanet: error:") and "nonsense" in err
     code, _, err = run(capsys, "compile", "dyck", "--scale", "zero")
-    assert code == 1 and "--scale" in err
+    assert code == 2 and "--scale" in err
 
 
 # --- verify -------------------------------------------------------------------------------------
@@ -120,11 +120,11 @@ def test_verify_weights_file(capsys, tmp_path):
     assert out.splitlines()[0] == f"weights from {path}: as compiled"
     assert "lstm/onehot" in out
     code, _, err = run(capsys, "verify", "dyck", "--weights", str(path))
-    assert code == 1 and "drop MACHINE" in err
+    assert code == 2 and "drop MACHINE" in err
     code, _, err = run(capsys, "verify", "--weights", str(tmp_path / "missing.safetensors"))
-    assert code == 1 and "does not exist" in err
+    assert code == 2 and "does not exist" in err
     code, _, err = run(capsys, "verify")
-    assert code == 1 and "--weights" in err
+    assert code == 2 and "--weights" in err
 
 
 def test_verify_machine_file(capsys, tmp_path):
@@ -183,13 +183,13 @@ def test_certify_weights_file(capsys, tmp_path):
     code, out, _ = run(capsys, "certify", "--weights", str(path))
     assert code == 0 and "weights from" in out and "CERTIFIED" in out
     code, _, err = run(capsys, "certify", "--weights", str(path), "--min-scale")
-    assert code == 1 and "--min-scale" in err
+    assert code == 2 and "--min-scale" in err
 
 
 def test_certify_too_many_configurations_is_an_error(capsys):
     code, out, err = run(capsys, "certify", "modular_counter", "--param", "modulus=9",
                          "--target", "elman", "--max-configs", "3")
-    assert code == 1 and out == ""
+    assert code == 2 and out == ""
     assert "more than 3" in err
 
 
@@ -250,6 +250,146 @@ def test_bounds_mismatch_exits_1(capsys, monkeypatch):
     code, out, _ = run(capsys, "bounds", "--k", "2", "--m", "2", "--targets", "lstm",
                        "--methods", "compact")
     assert code == 1 and "other than their bound" in out
+
+
+# --- bad input: one line, exit 2, before any work -------------------------------------------
+
+def _one_error_line(err: str) -> str:
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pdanet: error: "), err
+    return lines[0]
+
+
+def _strict(text: str):
+    def reject(token):
+        raise AssertionError(f"invalid JSON token {token}")
+
+    return json.loads(text, parse_constant=reject)
+
+
+def test_compile_output_paths(capsys, tmp_path):
+    for target, words in ((tmp_path, "is a folder"),
+                          (tmp_path / "missing" / "w.safetensors", "does not exist"),
+                          (tmp_path / "w.xyz", ".safetensors")):
+        code, out, err = run(capsys, "compile", "dyck", "-o", str(target))
+        line = _one_error_line(err)
+        assert code == 2 and out == "" and "--output" in line and words in line
+    code, out, _ = run(capsys, "compile", "dyck", "-o", str(tmp_path), "--json")
+    assert code == 2 and "--output" in _strict(out)["error"]["message"]
+
+
+def test_scale_that_overflows_the_dtype_is_refused(capsys):
+    code, _, err = run(capsys, "compile", "dyck", "--k", "2", "--m", "2", "--scale", "1e39")
+    line = _one_error_line(err)
+    assert code == 2 and "--scale" in line and "overflows float32" in line
+    code, _, err = run(capsys, "compile", "dyck", "--scale", "1e400")
+    assert code == 2 and "--scale" in _one_error_line(err)
+
+
+def test_bounds_plot_format_checked_before_building(capsys, tmp_path, monkeypatch):
+    from pdanet.verify import bounds as B
+
+    monkeypatch.setattr(B, "table", lambda *a, **kw: pytest.fail("built a network"))
+    code, out, err = run(capsys, "bounds", "--k", "2", "--m", "2", "--plot",
+                         str(tmp_path / "b.xyz"))
+    line = _one_error_line(err)
+    assert code == 2 and out == "" and "--plot" in line and ".png" in line
+
+
+def test_bounds_huge_k_is_not_built(capsys):
+    code, out, err = run(capsys, "bounds", "--k", "1e9", "--m", "3", "--targets", "lstm",
+                         "--methods", "hewitt", "onehot", "--json")
+    rows = _strict(out)["rows"]
+    assert code == 0 and err == "" and len(rows) == 2
+    assert all(r["hidden_units"] is None and r["note"].startswith("not built") for r in rows)
+    assert rows[0]["bound"] == 3 * 3 * 30 - 3 and rows[0]["floor"] == information_floor(10**9, 3)
+    code, _, err = run(capsys, "bounds", "--max-units", "1e7")
+    assert code == 2 and "--max-units" in _one_error_line(err)
+
+
+def test_verify_refuses_what_would_not_fit(capsys):
+    code, out, err = run(capsys, "verify", "dyck", "--k", "2", "--m", "2", "--long-length",
+                         "100000000")
+    line = _one_error_line(err)
+    assert code == 2 and out == "" and "--long-length" in line and "GB" in line
+    assert "PDANET_MAX_BYTES" in line
+    code, _, err = run(capsys, "verify", "dyck", "--samples", "1e9")
+    assert code == 2 and "--samples" in _one_error_line(err)
+
+
+def test_verify_max_length_zero_skips_the_exhaustive_phase(capsys):
+    code, out, _ = run(capsys, "verify", "dyck", "--k", "2", "--m", "2", "--max-length", "0",
+                       "--samples", "10", "--long-length", "0", "--json")
+    d = _strict(out)
+    assert code == 0 and [p["name"] for p in d["phases"]] == ["random"]
+    assert "0 skips" in run(capsys, "verify", "--help")[1]
+    code, _, err = run(capsys, "verify", "dyck", "--sample-lengths", "5", "2")
+    assert code == 2 and "--sample-lengths" in _one_error_line(err)
+
+
+def test_certify_eps_out_of_the_certifiers_range(capsys):
+    code, _, err = run(capsys, "certify", "dyck", "--k", "2", "--m", "2", "--eps", "0.5")
+    assert code == 2 and "eps" in _one_error_line(err)
+
+
+@pytest.fixture
+def nan_weights(tmp_path):
+    """A weight file of Dyck-(2, 2) elman/hewitt with one NaN weight (metadata kept)."""
+    import torch
+    from safetensors.torch import load_file, safe_open, save_file
+
+    good = tmp_path / "w.safetensors"
+    assert main(["compile", "dyck", "--k", "2", "--m", "2", "--target", "elman", "-o",
+                 str(good)], io.StringIO()) == 0
+    tensors = load_file(str(good))
+    with safe_open(str(good), framework="pt") as f:
+        meta = f.metadata()
+    name = next(k for k, v in tensors.items() if v.is_floating_point())
+    tensors[name] = tensors[name].clone()
+    tensors[name].view(-1)[0] = torch.nan
+    bad = tmp_path / "bad.safetensors"
+    save_file(tensors, str(bad), metadata=meta)
+    return bad, name
+
+
+def test_certify_nan_weights_fails_with_the_reason(capsys, nan_weights):
+    path, block = nan_weights
+    code, out, err = run(capsys, "certify", "--weights", str(path))
+    assert code == 1 and "NOT CERTIFIED" in out
+    assert err.startswith("pdanet: check failed: certify: not certified") and block in err
+    assert len(err.splitlines()) == 1
+    code, out, err = run(capsys, "certify", "--weights", str(path), "--json")
+    d = _strict(out)  # NaN margins are written as "nan"
+    assert code == 1 and err == "" and d["certified"] is False and block in d["reason"]
+    assert d["state_margin"] == "nan"
+    code, _, _ = run(capsys, "verify", "--weights", str(path), "--max-length", "3",
+                     "--samples", "5", "--long-length", "0")
+    assert code == 1
+
+
+def test_certificate_verdict_follows_ok_and_all_lengths():
+    from types import SimpleNamespace
+
+    from pdanet.cli import certificate_verdict
+
+    every = SimpleNamespace(ok=True, all_lengths=True, max_length=None, failing=None, notes=())
+    upto = SimpleNamespace(ok=True, all_lengths=False, max_length=1000, failing=None, notes=())
+    bad = SimpleNamespace(ok=False, all_lengths=False, max_length=None, failing="unit 3 escapes",
+                          notes=())
+    assert certificate_verdict(every) == (True, "certified for every length")
+    ok, why = certificate_verdict(upto)
+    assert not ok and "1,000" in why and "--min-length" in why
+    assert certificate_verdict(upto, min_length=1000)[0]
+    assert not certificate_verdict(upto, min_length=1001)[0]
+    assert certificate_verdict(bad) == (False, "not certified: unit 3 escapes")
+
+
+def test_certify_progress_bar_on_stderr(capsys):
+    code, out, err = run(capsys, "certify", "dyck", "--k", "2", "--m", "2", "--target", "elman",
+                         "--progress")
+    assert code == 0 and out.startswith("CERTIFIED") and "\r" in err and "[" in err
+    code, _, err = run(capsys, "certify", "dyck", "--k", "2", "--m", "2", "--target", "elman")
+    assert code == 0 and err == ""
 
 
 # --- demo ---------------------------------------------------------------------------------------

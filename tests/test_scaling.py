@@ -219,3 +219,12 @@ def test_a_stack_rnn_too_large_is_refused_before_building_it():
         pn.compile(machine, target="stack_rnn")
     with limits.raised(max_units=100), pytest.raises(ResourceError, match="hidden units"):
         pn.compile(machine, target="stack_rnn")
+
+
+def test_dyck_k_beyond_machine_integers_is_an_input_error():
+    import pdanet as pn
+    from pdanet.errors import InputError
+
+    with pytest.raises(InputError, match="k ≤ 2\\^60"):
+        pn.tasks.dyck(k=10**19, m=3)
+    assert pn.tasks.dyck(k=2**60, m=3).accepts("(0 )0")

@@ -144,7 +144,7 @@ def spec_texts(draw) -> str | bytes:
         i = draw(st.integers(0, len(text)))
         text = text[:i] + draw(st.text(min_size=1, max_size=3)) + text[i:]
     elif how == "bytes":
-        raw = text.encode("utf-8")
+        raw = text.encode("utf-8", "surrogatepass")  # lone surrogates: invalid UTF-8 bytes
         i = draw(st.integers(0, len(raw)))
         return raw[:i] + draw(st.binary(min_size=1, max_size=3)) + raw[i:]
     return text

@@ -44,6 +44,9 @@ class DyckConfig:
         return len(self.stack)
 
 
+MAX_K = 2**60  # 2k + 1 symbols must be indexable by a machine integer (len(), numpy codes)
+
+
 class DyckKM(Machine):
     """The Dyck-(k, m) generator (Hewitt et al. 2020). Input symbols: k opens then k closes.
 
@@ -62,6 +65,9 @@ class DyckKM(Machine):
     def __init__(self, k: int, m: int):
         if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
             raise InputError(f"Dyck-(k, m) needs k ≥ 1 bracket types, got k={k!r}")
+        if k > MAX_K:
+            raise InputError(f"Dyck-(k, m) supports k ≤ 2^60 bracket types (symbols are indexed "
+                             f"by machine integers), got k={k!r}")
         if not isinstance(m, (int, np.integer)) or isinstance(m, bool) or m < 1:
             raise InputError(f"Dyck-(k, m) needs a depth bound m ≥ 1, got m={m!r}")
         self.k, self.m = int(k), int(m)

@@ -1,5 +1,25 @@
-"""Compilers from machines to networks with hand-set weights."""
+"""Compilers from machines to networks with hand-set weights.
 
-from pdanet.constructions.base import CompiledNetwork, ExactWeight, available, compile, register
+The names below live in `pdanet.constructions.base` (which imports torch) and are loaded on
+first use, so importing this subpackage alone stays cheap.
+"""
 
-__all__ = ["CompiledNetwork", "ExactWeight", "compile", "register", "available"]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = ["CompiledNetwork", "ExactWeight", "available", "compile", "register"]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name from `pdanet.constructions.base` on first use."""
+    if name not in __all__:
+        raise AttributeError(f"module 'pdanet.constructions' has no attribute {name!r}")
+    value = getattr(importlib.import_module("pdanet.constructions.base"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -58,7 +58,8 @@ HALF = Fraction(1, 2)
 
 def information_floor(k: int, m: int) -> int:
     """⌈log₂ Σ_{i=0..m} kⁱ⌉: bits needed to tell the live configurations of Dyck-(k, m) apart."""
-    return ceil_log2(sum(int(k) ** i for i in range(int(m) + 1)))
+    k, m = int(k), int(m)
+    return ceil_log2((k ** (m + 1) - 1) // (k - 1) if k > 1 else m + 1)  # the geometric sum
 
 
 # --- shared pieces ------------------------------------------------------------------------------

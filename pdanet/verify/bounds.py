@@ -20,7 +20,7 @@ def information_floor(k: int, m: int) -> int:
     """⌈log₂ Σ_{i=0..m} kⁱ⌉, exactly (integer arithmetic)."""
     if k < 1 or m < 0:
         raise ValueError(f"need k ≥ 1 and m ≥ 0, got k={k}, m={m}")
-    n = sum(k**i for i in range(m + 1))
+    n = (k ** (m + 1) - 1) // (k - 1) if k > 1 else m + 1  # the geometric sum, in O(M(m log k))
     return (n - 1).bit_length()  # ⌈log₂ n⌉ for n ≥ 1
 
 
