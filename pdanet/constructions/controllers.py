@@ -806,12 +806,11 @@ def _weights(plan: _Plan, codes: np.ndarray, linear: bool) -> tuple[dict, int]:
 
 
 # --- decoding ------------------------------------------------------------------------------------
-def _decoder(plan: _Plan, codes: np.ndarray, H: int, linear: bool):
-    """states (B, T+1, S) → run_batch fields: the controller state from the one active unit, the
-    store from the memory's read-back (see `StackRNN`), plus the top held in the controller in the
-    one-operation modes H_X."""
+def _control_tables(plan: _Plan, H: int, linear: bool):
+    """The controller-state reader shared by both decoders: ``control(states)`` gives the
+    controller state c of each (B, T+1) position from its one active unit (−1: none, dead), and
+    the tables ``q_of[c]`` (machine state) and ``held_of[c]`` (the top held in mode H_X, or −1)."""
     v = plan.view
-    Rsize = codes.shape[1] * plan.value_slots
     C = v.Q * plan.modes
     target = np.zeros((H, C), dtype=np.float32)
     off = 0 if linear else 1
@@ -823,15 +822,27 @@ def _decoder(plan: _Plan, codes: np.ndarray, H: int, linear: bool):
     held_of = np.array([plan.mode_of(c) - 1 if 0 < plan.mode_of(c) <= v.G else -1
                         for c in range(C)] + [-1], dtype=np.int64)
 
+    def control(states: np.ndarray) -> np.ndarray:
+        if linear:
+            return np.full(states.shape[:2], plan.c0, dtype=np.int64)
+        hits = (states[..., :H] > 0).astype(np.float32) @ target
+        return np.where(hits.max(-1) > 0.5, hits.argmax(-1), -1)
+
+    return control, q_of, held_of
+
+
+def _decoder(plan: _Plan, codes: np.ndarray, H: int, linear: bool):
+    """states (B, T+1, S) → run_batch fields: the controller state from the one active unit, the
+    store from the memory's read-back (see `StackRNN`), plus the top held in the controller in the
+    one-operation modes H_X."""
+    v = plan.view
+    Rsize = codes.shape[1] * plan.value_slots
+    control, q_of, held_of = _control_tables(plan, H, linear)
+
     def decode(states: np.ndarray) -> dict[str, np.ndarray]:
         states = np.asarray(states)
         B, T1 = states.shape[:2]
-        h = states[..., :H]
-        if linear:
-            c = np.full((B, T1), plan.c0, dtype=np.int64)
-        else:
-            hits = (h > 0).astype(np.float32) @ target
-            c = np.where(hits.max(-1) > 0.5, hits.argmax(-1), -1)
+        c = control(states)
         dead = c < 0
         state = np.where(dead, -1, q_of[c])
         if v.fields == "dfa":
@@ -870,25 +881,11 @@ def _window_decoder(plan: _Plan, codes: np.ndarray, H: int, linear: bool):
     then ⊥ = G, then −1), the fields of `DeterministicPushdown.run_batch_window`."""
     v = plan.view
     Rsize = codes.shape[1] * plan.value_slots
-    C = v.Q * plan.modes
-    target = np.zeros((H, C), dtype=np.float32)
-    off = 0 if linear else 1
-    if not linear:
-        target[0, plan.c0] = 1
-    for j, u in enumerate(plan.units):
-        target[j + off, u.c2] = 1
-    q_of = np.array([plan.q_of(c) for c in range(C)] + [-1], dtype=np.int64)
-    held_of = np.array([plan.mode_of(c) - 1 if 0 < plan.mode_of(c) <= v.G else -1
-                        for c in range(C)] + [-1], dtype=np.int64)
+    control, q_of, held_of = _control_tables(plan, H, linear)
 
     def decode(states: np.ndarray) -> dict[str, np.ndarray]:
         states = np.asarray(states)
-        B, T1 = states.shape[:2]
-        if linear:
-            c = np.full((B, T1), plan.c0, dtype=np.int64)
-        else:
-            hits = (states[..., :H] > 0).astype(np.float32) @ target
-            c = np.where(hits.max(-1) > 0.5, hits.argmax(-1), -1)
+        c = control(states)
         dead = c < 0
         state = np.where(dead, -1, q_of[c])
         n = np.rint(states[..., H + Rsize]).astype(np.int64)
