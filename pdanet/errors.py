@@ -18,6 +18,10 @@ class DeterminismError(AutomatonError):
     """A machine declared deterministic has two transitions that can fire on the same input."""
 
 
+class FrozenMachineError(AutomatonError):
+    """An attribute of a machine was set or deleted after construction (machines are immutable)."""
+
+
 class EpsilonLoopError(AutomatonError):
     """A pushdown machine has a cycle of ε-moves that never consumes input."""
 
@@ -67,6 +71,7 @@ __all__ = [
     "AutomatonError",
     "DeterminismError",
     "EpsilonLoopError",
+    "FrozenMachineError",
     "InputError",
     "SpecError",
     "SearchBoundError",

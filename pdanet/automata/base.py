@@ -15,6 +15,7 @@ a `BatchTrace` whose fields are the configurations and outputs at every step in 
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Hashable, Iterator, Mapping, Sequence
@@ -22,7 +23,7 @@ from typing import Any, Hashable, Iterator, Mapping, Sequence
 import numpy as np
 
 from pdanet.automata.alphabet import Alphabet
-from pdanet.errors import AutomatonError, InputError
+from pdanet.errors import AutomatonError, FrozenMachineError, InputError
 
 OUTPUT_KINDS = ("accept", "next_set", "symbol")
 
@@ -59,8 +60,89 @@ class BatchTrace:
         return int(self.lengths.shape[0])
 
 
-class Machine(ABC):
-    """Abstract base of all machines (see module docstring for the semantics of outputs)."""
+class Frozen:
+    """Immutable after construction, with equality and hashing by a structural key.
+
+    An instance is frozen once its outermost ``__init__`` returns (every ``__init__`` a subclass
+    defines is wrapped for this, so subclasses need nothing special): setting or deleting any
+    attribute afterwards raises `FrozenMachineError`. Caches are written straight into
+    ``__dict__``: by `functools.cached_property`, or by `_cache` for hand-made ones.
+
+    Two instances are equal when they have the same type and equal ``_key`` (a hashable tuple each
+    class supplies); the hash is the key's, cached (and not pickled: string hashes differ between
+    processes).
+    """
+
+    _key: Hashable
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None or getattr(init, "_freezes", False):
+            return
+
+        @functools.wraps(init)
+        def __init__(self: Frozen, *args: Any, **kw: Any) -> None:
+            d = self.__dict__
+            d["_init_depth"] = d.get("_init_depth", 0) + 1
+            try:
+                init(self, *args, **kw)
+            finally:
+                d["_init_depth"] -= 1
+                if not d["_init_depth"]:
+                    del d["_init_depth"]
+                    d["_frozen"] = True
+
+        __init__._freezes = True  # type: ignore[attr-defined]
+        cls.__init__ = __init__  # type: ignore[misc]
+
+    def _refuse(self, name: str, verb: str) -> FrozenMachineError:
+        cls = type(self).__name__
+        return FrozenMachineError(
+            f"cannot {verb} attribute {name!r} of {self!r}: a {cls} is immutable once built "
+            f"(its caches and batched tables would go stale); construct a new {cls} with the "
+            "changed value instead"
+        )
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if self.__dict__.get("_frozen"):
+            raise self._refuse(name, "set")
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if self.__dict__.get("_frozen"):
+            raise self._refuse(name, "delete")
+        object.__delattr__(self, name)
+
+    def _cache(self, name: str, value: Any) -> Any:
+        """Store a derived value (never part of the key) on a frozen instance; returns it."""
+        self.__dict__[name] = value
+        return value
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if type(other) is not type(self):
+            return False
+        return self._key == other._key  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = self.__dict__["_hash"] = hash(self._key)
+        return h
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_hash", None)
+        return state
+
+
+class Machine(Frozen, ABC):
+    """Abstract base of all machines (see module docstring for the semantics of outputs).
+
+    Machines are immutable after construction and compare by type and ``_key`` (see `Frozen`).
+    """
 
     alphabet: Alphabet
     output_kind: str
@@ -191,4 +273,4 @@ def hold_after_length(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.take_along_axis(values, np.broadcast_to(gather, idx.shape + values.shape[2:]), axis=1)
 
 
-__all__ = ["Machine", "Step", "BatchTrace", "OUTPUT_KINDS", "StateIndexed", "hold_after_length"]
+__all__ = ["Frozen", "Machine", "Step", "BatchTrace", "OUTPUT_KINDS", "StateIndexed", "hold_after_length"]

@@ -126,11 +126,9 @@ class DyckKM(Machine):
         return np.dtype(np.min_scalar_type(-self.k))
 
     # identity ----------------------------------------------------------------------------------
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, DyckKM) and (self.k, self.m) == (other.k, other.m)
-
-    def __hash__(self) -> int:
-        return hash(("DyckKM", self.k, self.m))
+    @property
+    def _key(self) -> tuple:
+        return (self.k, self.m)
 
     def __repr__(self) -> str:
         return f"<DyckKM k={self.k} m={self.m}>"
@@ -367,18 +365,12 @@ class BoundedPDA(Machine):
         self._dfa: Any = None
 
     # identity ----------------------------------------------------------------------------------
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, BoundedPDA) and (self.machine, self.m) == (other.machine, other.m)
-
-    def __hash__(self) -> int:
-        return hash(("BoundedPDA", self.machine, self.m))
-
     def __repr__(self) -> str:
         return f"<BoundedPDA m={self.m} of {self.machine!r}>"
 
     @property
     def _key(self) -> tuple:
-        return ("BoundedPDA", self.machine._key, self.m)
+        return (self.machine, self.m)
 
     # protocol ----------------------------------------------------------------------------------
     def _clip(self, config: Any) -> Any:
@@ -486,8 +478,7 @@ class BoundedPDA(Machine):
             accepting = [c for c in order if self.machine.is_accepting(c)]
             dfa = DFA(order, self.alphabet, trans, order[0], accepting, outputs=outputs,
                       output_alphabet=out_alpha, name=self.name)
-        self._dfa = dfa
-        return dfa
+        return self._cache("_dfa", dfa)
 
     @property
     def num_configs(self) -> int:

@@ -200,12 +200,6 @@ class DFA(StateIndexed, Machine):
             self.output_kind,
         )
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, DFA) and self._key == other._key
-
-    def __hash__(self) -> int:
-        return hash(self._key)
-
     def __repr__(self) -> str:
         kind = "Mealy" if self.outputs_map else "DFA"
         name = self.name if not isinstance(self.name, str) or len(self.name) <= 60 else \

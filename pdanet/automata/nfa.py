@@ -17,13 +17,14 @@ import numpy as np
 
 from pdanet import limits
 from pdanet.automata.alphabet import EPSILON, Alphabet
+from pdanet.automata.base import Frozen
 from pdanet.automata.dfa import DFA
 from pdanet.errors import AutomatonError, InputError
 
 _COLLECTIONS = (set, frozenset, list, tuple)
 
 
-class NFA:
+class NFA(Frozen):
     """A nondeterministic finite automaton with ε-moves (immutable, validated)."""
 
     output_kind = "accept"
@@ -97,12 +98,6 @@ class NFA:
     def _key(self) -> tuple:
         return (self.states, self.alphabet, frozenset(self.transitions.items()), self.starts,
                 self.accepting)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, NFA) and self._key == other._key
-
-    def __hash__(self) -> int:
-        return hash(self._key)
 
     def __repr__(self) -> str:
         name = self.name if not isinstance(self.name, str) or len(self.name) <= 60 else \

@@ -625,12 +625,6 @@ class DeterministicPushdown(StateIndexed, Machine):
             self.accepting,
         ) + self._key_extra()
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, DeterministicPushdown) and self._key == other._key
-
-    def __hash__(self) -> int:
-        return hash(self._key)
-
     def __repr__(self) -> str:
         label = f" {self.name!r}" if self.name else ""
         return (f"<{type(self).__name__}{label}: {len(self.states)} states, {len(self.alphabet)} "
@@ -1213,12 +1207,6 @@ class PDA(Machine):
     def _key(self) -> tuple:
         return ("PDA", self.states, self.alphabet, self.stack_alphabet,
                 frozenset(self.transitions.items()), self.start, self.accepting, self.acceptance)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, PDA) and self._key == other._key
-
-    def __hash__(self) -> int:
-        return hash(self._key)
 
     def __repr__(self) -> str:
         label = f" {self.name!r}" if self.name else ""

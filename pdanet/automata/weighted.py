@@ -37,13 +37,14 @@ import itertools
 import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from pdanet.automata import semiring as srm
 from pdanet.automata.alphabet import BOTTOM, EPSILON, Alphabet
-from pdanet.automata.base import BatchTrace, Machine
+from pdanet.automata.base import BatchTrace, Frozen, Machine
 from pdanet.automata.pda import _states_index, stack_op
 from pdanet.errors import AutomatonError, InputError
 
@@ -128,6 +129,11 @@ class WeightedPDA(Machine):
         self.name = name
         self.transitions = {self._check_key(k): self._check_weight(k, w)
                             for k, w in dict(transitions).items()}
+
+    @cached_property
+    def _key(self) -> tuple:
+        return (self.states, self.alphabet, self.stack_alphabet, self.semiring, self.start,
+                self.accepting, self.empty_stack, frozenset(self.transitions.items()))
 
     # --- validation ---------------------------------------------------------------------------
     def _check_key(self, key: Any) -> tuple:
@@ -324,7 +330,7 @@ class WeightedPDA(Machine):
         self._trace_alpha(ch, ids, n, int(r), int(y), ops)
         return BestRun(float(final.max()), tuple(ops))
 
-    def _key(self, ids, t, q, x, r, opi) -> tuple:
+    def _op_key(self, ids, t, q, x, r, opi) -> tuple:
         G = self.num_stack
         if opi == 2 * G:
             op, y = "pop", None
@@ -363,10 +369,10 @@ class WeightedPDA(Machine):
                 k, u, s2, z = np.unravel_index(int(np.argmax(cand)), cand.shape)
                 self._trace_beta(ch, ids, klo + int(k), int(u), ops)
                 self._trace_gamma(ch, ids, klo + int(k), t - 1, int(u), 0, int(s2), int(z), ops)
-                ops.append(self._key(ids, t, int(s2), int(z), r, 2 * G))
+                ops.append(self._op_key(ids, t, int(s2), int(z), r, 2 * G))
                 return
         self._trace_beta(ch, ids, t - 1, s, ops)
-        ops.append(self._key(ids, t, s, 0, r, G))
+        ops.append(self._op_key(ids, t, s, 0, r, G))
         return
 
     def _trace_gamma(self, ch, ids, i, t, q, x, r, y, ops) -> None:
@@ -386,16 +392,16 @@ class WeightedPDA(Machine):
             options.append((cand[k, u, s, z], ("pop", i + 1 + int(k), int(u), int(s), int(z))))
         _, how = max(options, key=lambda o: o[0])
         if how[0] == "push":
-            ops.append(self._key(ids, t, q, x, r, y))
+            ops.append(self._op_key(ids, t, q, x, r, y))
         elif how[0] == "repl":
             _, s, z = how
             self._trace_gamma(ch, ids, i, t - 1, q, x, s, z, ops)
-            ops.append(self._key(ids, t, s, z, r, G + y))
+            ops.append(self._op_key(ids, t, s, z, r, G + y))
         else:
             _, k, u, s, z = how
             self._trace_gamma(ch, ids, i, k, q, x, u, y, ops)
             self._trace_gamma(ch, ids, k, t - 1, u, y, s, z, ops)
-            ops.append(self._key(ids, t, s, z, r, 2 * G))
+            ops.append(self._op_key(ids, t, s, z, r, 2 * G))
 
     # --- brute force --------------------------------------------------------------------------
     def brute_force(self, string: Any, semiring=None, window: int | None = None) -> np.ndarray:
@@ -625,7 +631,7 @@ def lang_log_batch(log_delta: np.ndarray, start: int, window: int | None = None)
     return v + P[:, :, None, None]
 
 
-class WeightedPDT:
+class WeightedPDT(Frozen):
     """A weighted real-time pushdown transducer: a `WeightedPDA` whose transitions also emit an
     output string. Keys ``(q, x, a, r, op, y, out)`` with ``out`` a tuple of output symbols (()
     for ε). `weight(w, v)` is the total weight of the accepting runs on w that emit v,
@@ -663,6 +669,10 @@ class WeightedPDT:
             if base not in self._best_out or v > self._best_out[base][0]:
                 self._best_out[base] = (v, key[6])
         self._args = (states, input_alphabet, stack_alphabet, start, accepting, empty_stack)
+
+    @cached_property
+    def _key(self) -> tuple:
+        return (self.pda, self.output_alphabet, frozenset(self.transitions.items()))
 
     def __repr__(self) -> str:
         return f"<WeightedPDT wrapping {self.pda!r}>"
