@@ -4,7 +4,11 @@
 
 Dyck-(2,10), 10,000 strings of length 100 (target: run_batch ≥ 50× the loop), plus a DPDA and a
 DFA for comparison. Prints symbols per second and the ratio. Then `DPDA.accepts` / `trace` on
-one aⁿbⁿ string of 125,000 … 1,000,000 symbols with the time ratio per doubling (×2 = linear).
+one aⁿbⁿ string of 125,000 … 1,000,000 symbols, and `StoreTransducer.accepts` with a queue and a
+deque store (sequence copy, w #^|w|) at the same lengths, with the time ratio per doubling
+(×2 = linear, ×4 = quadratic).
+
+    python benchmarks/bench_simulation.py --doubling     # only the doubling sections
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ def main() -> None:
     parity = pn.tasks.get("parity")
     bench("parity DFA, 10,000 × 100", parity, rng.integers(0, len(parity.alphabet), (10_000, 100)))
     doubling()
+    store_doubling()
 
 
 def anbn() -> pn.DPDA:
@@ -73,5 +78,29 @@ def doubling(lengths: tuple[int, ...] = (125_000, 250_000, 500_000, 1_000_000)) 
             prev[name] = t
 
 
+def store_doubling(lengths: tuple[int, ...] = (125_000, 250_000, 500_000, 1_000_000)) -> None:
+    """`accepts` of sequence copy with a queue and a deque store (store size up to L/2) for doubling
+    lengths: ×2 per doubling (amortised O(1) per step: two-stack persistent deques), not ×4."""
+    from pdanet.automata.store import BLANK, sequence_copy
+
+    for store in ("queue", "deque"):
+        m = pn.tasks.get("sequence_copy", vocab_size=4) if store == "queue" \
+            else sequence_copy(4, store)
+        prev = None
+        for L in lengths:
+            s = tuple(f"s{i % 4}" for i in range(L // 2)) + (BLANK,) * (L // 2)
+            t = _time(lambda m=m, s=s: m.accepts(s), repeat=1)
+            ratio = f"×{t / prev:.2f}" if prev else ""
+            print(f"sequence_copy ({store}).accepts L = {L:9,d}   {t:7.2f} s   "
+                  f"{t / L * 1e6:5.2f} µs/symbol   {ratio}")
+            prev = t
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+
+    if "--doubling" in sys.argv[1:]:
+        doubling()
+        store_doubling()
+    else:
+        main()

@@ -43,6 +43,7 @@ from typing import Any, TextIO
 
 from pdanet import limits
 from pdanet.automata.pda import Stack
+from pdanet.automata.store import Deque
 from pdanet.errors import InputError, PdanetError
 
 #: exit statuses
@@ -301,7 +302,7 @@ def _jsonable(x: Any) -> Any:
         if len(x) > MAX_LISTED:
             return str(x)
         return sorted((_jsonable(v) for v in x), key=repr)
-    if isinstance(x, (tuple, list, Stack)):
+    if isinstance(x, (tuple, list, Stack, Deque)):
         return [_jsonable(v) for v in x]
     if dataclasses.is_dataclass(x):
         return {f.name: _jsonable(getattr(x, f.name)) for f in dataclasses.fields(x)}
@@ -327,7 +328,7 @@ def format_config(machine: Any, config: Any) -> str:
             v = getattr(config, f.name)
             if v is None and f.name != "state":
                 continue  # e.g. no output emitted yet
-            if isinstance(v, (tuple, Stack)):
+            if isinstance(v, (tuple, Stack, Deque)):
                 text = "[" + " ".join(symbol_text(s) for s in v) + "]"
             else:
                 text = "dead" if v is None else symbol_text(v)

@@ -103,3 +103,144 @@ def test_a_stack_store_steps_in_constant_work():
         assert config.store.pop() is prev[-1]            # one new cell on the previous store
     assert config.store == tuple(w) and hash(config.store) == hash(tuple(w))
     assert m.transduce(w + ["#"] * len(w))[len(w):] == tuple(reversed(w))
+
+
+# --- the persistent deque behind queue and deque stores --------------------------------------------
+_OPS_ST = st.lists(st.one_of(st.tuples(st.sampled_from(["push_top", "push_bottom"]),
+                                       st.integers(0, 5)),
+                             st.tuples(st.sampled_from(["pop_top", "pop_bottom"]), st.none())),
+                   max_size=80)
+
+
+@given(ops=_OPS_ST, start=st.lists(st.integers(0, 5), max_size=6))
+@settings(max_examples=200, deadline=None)
+def test_deque_matches_a_list_model(ops, start):
+    from pdanet.automata.pda import Stack
+    from pdanet.automata.store import Deque
+
+    d, model = Deque(start), list(start)
+    history = [(d, tuple(model))]
+    for op, x in ops:
+        if op == "push_top":
+            d = d.push_top(x)
+            model.append(x)
+        elif op == "push_bottom":
+            d = d.push_bottom(x)
+            model.insert(0, x)
+        elif not model:
+            with pytest.raises(IndexError):
+                getattr(d, op)()
+            continue
+        else:
+            d = getattr(d, op)()
+            model.pop(-1 if op == "pop_top" else 0)
+        want = tuple(model)
+        assert len(d) == len(want) and bool(d) == bool(want)
+        assert d == want and want == d and (d != want) is False and hash(d) == hash(want)
+        assert tuple(d) == want and tuple(reversed(d)) == want[::-1] and d[1:3] == want[1:3]
+        assert all(d[i] == want[i] and d[-1 - i] == want[-1 - i] for i in range(len(want)))
+        if want:
+            assert (d.bottom, d.top) == (want[0], want[-1])
+        assert d == Deque(want) and hash(d) == hash(Deque(want)) and d == Stack(want)
+        assert d != want + (9,) and d != Deque(want + (9,))
+        history.append((d, want))
+    for old, want in history:                      # earlier values are unchanged (persistence)
+        assert old == want and repr(old) == repr(want)
+
+
+def test_deque_errors_and_pickling():
+    import pickle
+
+    from pdanet.automata.store import Deque
+
+    empty = Deque()
+    assert empty == () and hash(empty) == hash(()) and not empty
+    for op in ("pop_top", "pop_bottom"):
+        with pytest.raises(IndexError):
+            getattr(empty, op)()
+    with pytest.raises(IndexError):
+        _ = empty.top
+    with pytest.raises(IndexError):
+        empty[0]
+    with pytest.raises(TypeError):
+        Deque("ab")["x"]
+    d = Deque("abc").push_bottom("z")
+    assert pickle.loads(pickle.dumps(d)) == ("z", "a", "b", "c")
+    assert (d == [1]) is False                      # only tuples, stacks and deques compare equal
+
+
+@pytest.mark.parametrize("make, f, left", [
+    (lambda: sequence_copy(4, "queue"), lambda w: w, lambda w, j: w[j:]),
+    (lambda: sequence_copy(4, "deque"), lambda w: w, lambda w, j: w[j:]),
+    (lambda: sequence_reversal(4, "deque"), lambda w: w[::-1], lambda w, j: w[:len(w) - j]),
+    (lambda: bigram_flip(4), _flip, None),
+])
+def test_queue_and_deque_stores_trace_as_tuples(make, f, left):
+    from pdanet.automata.store import StoreConfig
+
+    m = make()
+    w = tuple(f"s{i % 4}" for i in (0, 3, 1, 1, 2, 0, 3, 2))
+    s = w + (BLANK,) * len(w)
+    rows = m.trace(s)
+    assert m.accepts(s) and m.initial().store == () and m.initial() == StoreConfig(m.start, ())
+    assert tuple(r.config.emitted for r in rows[1:]) == (BLANK,) * len(w) + f(w)
+    assert rows[-1].config.store == () and hash(rows[-1].config.store) == hash(())
+    if left is None:
+        return
+    for i, row in enumerate(rows):
+        want = w[:i] if i <= len(w) else left(w, i - len(w))
+        c = row.config
+        assert c.store == want and hash(c.store) == hash(want)
+        assert c == StoreConfig(c.state, want, c.emitted) and hash(c) == hash(
+            StoreConfig(c.state, want, c.emitted))
+
+
+def test_queue_and_deque_stores_step_in_amortised_constant_work():
+    from pdanet.automata.store import Deque
+
+    n = 50_000                                      # 10^5 steps
+    for m in (sequence_copy(4, "queue"), sequence_copy(4, "deque"), sequence_reversal(4, "deque")):
+        w = [f"s{i % 4}" for i in range(n)]
+        before = Deque.cells_moved
+        config = m.initial()
+        for t, sym in enumerate(w + [BLANK] * n):
+            prev = config.store
+            config = m.step(config, sym)
+            if t < n:                               # each push adds one cell on the previous store
+                assert config.store._top.pop() is prev.settled(m.reads[config.state])._top
+        assert config.state is not None and config.store == ()
+        # splits move about one cell per step on average (a tuple store would copy n²/2 cells)
+        assert Deque.cells_moved - before <= 2 * (2 * n)
+
+
+def test_deque_alternating_ends_moves_constant_cells_per_op():
+    from pdanet.automata.store import Deque
+
+    n = 20_000
+    d = Deque()
+    for i in range(n):
+        d = d.push_top(i)
+    before, ops = Deque.cells_moved, 0
+    while d:                                        # pop the two ends in turn: splits by halves
+        d = d.pop_bottom() if ops % 2 else d.pop_top()
+        ops += 1
+    assert ops == n and Deque.cells_moved - before <= 3 * n
+
+
+def test_run_batch_memory_guard_names_the_store_field():
+    from pdanet import limits
+    from pdanet.errors import ResourceError
+
+    m = sequence_copy(3, "queue")
+    ids, lengths = m.encode([("s0",) * 400 + (BLANK,) * 400] * 8)
+    with limits.raised(max_bytes=2**20), pytest.raises(ResourceError, match="'store' field"):
+        m.run_batch(ids, lengths)
+
+
+def test_cli_writes_queue_stores_as_lists():
+    from pdanet.cli import _jsonable, format_config
+
+    m = sequence_copy(2, "queue")
+    config = m.run(("s0", "s1"))
+    assert _jsonable(config)["store"] == ["s0", "s1"]
+    assert "store=[s0 s1]" in format_config(m, config)

@@ -17,8 +17,10 @@ Store contents are a tuple written *bottom end first* (index 0) and *top end las
 - ``"deque"``: looks at the end named by ``reads[q]`` ("top" unless given); ops ``"noop"``,
   ``("push_top", Y)``, ``("push_bottom", Y)``, ``"pop_top"``, ``"pop_bottom"``.
 
-A stack's contents are a `pdanet.automata.pda.Stack` (equal to the tuple; a step is O(1)); a queue's
-and a deque's are tuples (a step copies them). Popping an empty store is an error at construction (a transition reading `BOTTOM` may not pop).
+A stack's contents are a `pdanet.automata.pda.Stack`, a queue's and a deque's a `Deque`: both are
+persistent values equal to (and hashing like) the tuple of their symbols, so a step is O(1)
+(amortised for `Deque`) and never copies the store. Popping an empty store is an error at
+construction (a transition reading `BOTTOM` may not pop).
 `run_batch` fields (B, T+1, …): ``state`` (-1 dead), ``store`` (codes bottom end first, -1
 padding, width = the longest store in the batch, at least 1), ``size`` (-1 dead) and ``output``
 (index into ``output_alphabet``, -1 for none).
@@ -26,7 +28,7 @@ padding, width = the longest store in the batch, at least 1), ``size`` (-1 dead)
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -57,13 +59,179 @@ _ENDS = {
 }
 
 
+class Deque(Sequence):
+    """An immutable double-ended queue written bottom end first (``d[0]`` the bottom, ``d[-1]``
+    the top), used for queue and deque stores.
+
+    It is two shared-tail `Stack` values: ``_bot`` holds the bottom part with ``d[0]`` on its top, and
+    ``_top`` the top part with ``d[-1]`` on its top. Pushing at either end is O(1); popping or
+    reading an end whose stack is empty first splits the contents in halves between the two
+    stacks (O(n), done once per value and cached), so any sequence of n operations on successive
+    values costs O(n) in all. It is a value: it compares equal to any tuple, `Stack` or `Deque`
+    with the same symbols bottom end first, and hashes like that tuple (O(n) the first time, then
+    cached). Iterating, ``tuple(d)`` and ``d[i]`` (other than ``d[0]`` and ``d[-1]``) cost O(n).
+    """
+
+    __slots__ = ("__weakref__", "_bot", "_even", "_hash", "_top")
+
+    #: cells built by splits so far (all instances); a run of n steps adds O(n) to it.
+    cells_moved = 0
+
+    _bot: Stack
+    _top: Stack
+    _even: Deque | None       # the same contents split in halves, made on first need
+    _hash: int | None
+
+    def __new__(cls, symbols: Iterable[Hashable] = ()) -> Deque:  # noqa: PYI034
+        if isinstance(symbols, Deque):
+            return symbols
+        items = list(symbols)
+        k = len(items) // 2
+        return cls._make(Stack(reversed(items[:k])), Stack(items[k:]))
+
+    @classmethod
+    def _make(cls, bot: Stack, top: Stack) -> Deque:
+        d = object.__new__(cls)
+        d._bot, d._top, d._even, d._hash = bot, top, None, None
+        return d
+
+    def _split(self) -> Deque:
+        """The same contents with both stacks holding half (at least one symbol each when
+        ``len >= 2``); built once per value."""
+        if self._even is None:
+            items = list(self)
+            Deque.cells_moved += len(items)
+            self._even = Deque(items)
+        return self._even
+
+    # --- amortised O(1) ------------------------------------------------------------------------
+    def settled(self, end: str) -> Deque:
+        """An equal deque whose ``end`` ("top" or "bottom") reads and pops in O(1): ``self``, or
+        its split in halves when that end's stack is empty. Values derived from the result keep
+        the split, so a run reading one end splits O(1) times per symbol on average."""
+        side = self._top if end == "top" else self._bot
+        if side or len(self) <= 1:
+            return self
+        return self._split()
+
+    def push_top(self, symbol: Hashable) -> Deque:
+        """The deque with ``symbol`` added after the top end (a queue's enqueue)."""
+        return Deque._make(self._bot, self._top.push(symbol))
+
+    def push_bottom(self, symbol: Hashable) -> Deque:
+        """The deque with ``symbol`` added before the bottom end."""
+        return Deque._make(self._bot.push(symbol), self._top)
+
+    def pop_top(self) -> Deque:
+        """The deque without its top symbol; IndexError when empty."""
+        if self._top:
+            return Deque._make(self._bot, self._top.pop())
+        if len(self._bot) <= 1:
+            if not self._bot:
+                raise IndexError("pop from an empty deque")
+            return _EMPTY_DEQUE
+        return self._split().pop_top()
+
+    def pop_bottom(self) -> Deque:
+        """The deque without its bottom symbol (a queue's dequeue); IndexError when empty."""
+        if self._bot:
+            return Deque._make(self._bot.pop(), self._top)
+        if len(self._top) <= 1:
+            if not self._top:
+                raise IndexError("pop from an empty deque")
+            return _EMPTY_DEQUE
+        return self._split().pop_bottom()
+
+    @property
+    def top(self) -> Any:
+        """The symbol at the top end (``d[-1]``); IndexError when empty."""
+        if self._top:
+            return self._top.top
+        if len(self._bot) == 1:
+            return self._bot.top
+        if not self._bot:
+            raise IndexError("the deque is empty")
+        return self._split()._top.top
+
+    @property
+    def bottom(self) -> Any:
+        """The symbol at the bottom end (``d[0]``); IndexError when empty."""
+        if self._bot:
+            return self._bot.top
+        if len(self._top) == 1:
+            return self._top.top
+        if not self._top:
+            raise IndexError("the deque is empty")
+        return self._split()._bot.top
+
+    def __len__(self) -> int:
+        return len(self._bot) + len(self._top)
+
+    def __bool__(self) -> bool:
+        return bool(self._bot) or bool(self._top)
+
+    # --- O(n) ----------------------------------------------------------------------------------
+    def __iter__(self) -> Iterator[Any]:
+        yield from reversed(self._bot)
+        yield from self._top
+
+    def __reversed__(self) -> Iterator[Any]:
+        yield from reversed(self._top)
+        yield from self._bot
+
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return tuple(self)[i]
+        if not isinstance(i, (int, np.integer)) or isinstance(i, bool):
+            raise TypeError(f"deque indices must be integers or slices, not {type(i).__name__}")
+        n, nb = len(self), len(self._bot)
+        j = int(i) + n if i < 0 else int(i)
+        if not 0 <= j < n:
+            raise IndexError("deque index out of range")
+        if j == 0:
+            return self.bottom
+        if j == n - 1:
+            return self.top
+        return self._bot[nb - 1 - j] if j < nb else self._top[j - nb]
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(tuple(self))
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, (tuple, Stack, Deque)):
+            return NotImplemented
+        if self is other:
+            return True
+        if len(self) != len(other):
+            return False
+        if isinstance(other, Deque) and self._hash is not None and other._hash is not None \
+                and self._hash != other._hash:
+            return False
+        return tuple(self) == tuple(other)
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+    def __reduce__(self):
+        return (Deque, (tuple(self),))
+
+
+_EMPTY_DEQUE = Deque._make(Stack(), Stack())
+
+
 @dataclass(frozen=True)
 class StoreConfig:
-    """State (None = dead), store contents (bottom end first) and the symbol emitted by the last
-    step (None for none)."""
+    """State (None = dead), store contents (bottom end first: a `Stack` or a `Deque` after a step,
+    equal to the tuple of its symbols) and the symbol emitted by the last step (None for none)."""
 
     state: Hashable | None
-    store: tuple = ()
+    store: Sequence = ()
     emitted: Hashable | None = None
 
 
@@ -194,19 +362,14 @@ class StoreTransducer(Machine):
                 frozenset(self._trans.items()), self.start, self.accepting,
                 tuple(sorted(self.reads.items(), key=repr)))
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, StoreTransducer) and self._key == other._key
-
-    def __hash__(self) -> int:
-        return hash(self._key)
 
     # --- the protocol ---------------------------------------------------------------------------
     def initial(self) -> StoreConfig:
-        """The start state with an empty store (for a stack, an empty `Stack`: equal to ``()``,
-        and O(1) per push and pop)."""
-        return StoreConfig(self.start, Stack() if self.store == "stack" else (), None)
+        """The start state with an empty store: an empty `Stack` for a stack, an empty `Deque`
+        for a queue or a deque (both equal to ``()``, and O(1) per push and pop)."""
+        return StoreConfig(self.start, Stack() if self.store == "stack" else _EMPTY_DEQUE, None)
 
-    def _look(self, q: Hashable, store: tuple) -> Hashable:
+    def _look(self, q: Hashable, store: Sequence) -> Hashable:
         if not store:
             return BOTTOM
         return store[-1] if self.reads[q] == "top" else store[0]
@@ -216,10 +379,12 @@ class StoreTransducer(Machine):
             self.alphabet.index(symbol)
         if config.state is None:
             return StoreConfig(None, (), None)
-        move = self._trans.get((config.state, symbol, self._look(config.state, config.store)))
+        s = config.store
+        if self.store != "stack":           # make the end looked at readable in O(1)
+            s = Deque(s).settled(self.reads[config.state])
+        move = self._trans.get((config.state, symbol, self._look(config.state, s)))
         if move is None:
             return StoreConfig(None, (), None)
-        s = config.store
         if self.store == "stack":           # shared-tail stack: O(1) per step
             s = Stack(s)
             if move.pop_end == "top":
@@ -227,14 +392,14 @@ class StoreTransducer(Machine):
             if move.push_end == "top":
                 s = s.push(move.symbol)
             return StoreConfig(move.target, s, move.output)
-        if move.pop_end == "top":
-            s = s[:-1]
+        if move.pop_end == "top":           # two-stack deque: amortised O(1) per step
+            s = s.pop_top()
         elif move.pop_end == "bottom":
-            s = s[1:]
+            s = s.pop_bottom()
         if move.push_end == "top":
-            s = s + (move.symbol,)
+            s = s.push_top(move.symbol)
         elif move.push_end == "bottom":
-            s = (move.symbol,) + s
+            s = s.push_bottom(move.symbol)
         return StoreConfig(move.target, s, move.output)
 
     def output(self, config: StoreConfig) -> Hashable | None:
@@ -337,6 +502,9 @@ class StoreTransducer(Machine):
             snaps.append(np.where(cols[None, :w] < size[:, None],
                                   np.take_along_axis(buf, gather, axis=1), -1))
         W = max(int(sizes.max(initial=0)), 1)
+        limits.check(f"the 'store' field of {self!r}.run_batch ({B} rows, {T} steps, stores up "
+                     f"to {W} symbols)", held + 8 * B * (T + 1) * W, "max_bytes",
+                     hint="check fewer or shorter strings per batch")
         store = np.full((B, T + 1, W), -1, dtype=np.int64)
         for t, snap in enumerate(snaps):
             store[:, t, :snap.shape[1]] = snap
@@ -420,6 +588,7 @@ def bigram_flip(vocab_size: int = 4) -> StoreTransducer:
 __all__ = [
     "BLANK",
     "STORE_KINDS",
+    "Deque",
     "StoreConfig",
     "StoreMove",
     "StoreTransducer",
