@@ -3,10 +3,10 @@
     python benchmarks/bench_simulation.py
 
 Dyck-(2,10), 10,000 strings of length 100 (target: run_batch ≥ 50× the loop), plus a DPDA and a
-DFA for comparison. Prints symbols per second and the ratio. Then `DPDA.accepts` / `trace` on
-one aⁿbⁿ string of 125,000 … 1,000,000 symbols, and `StoreTransducer.accepts` with a queue and a
-deque store (sequence copy, w #^|w|) at the same lengths, with the time ratio per doubling
-(×2 = linear, ×4 = quadratic).
+DFA for comparison. Prints symbols per second and the ratio. Then `DPDA.accepts` / `trace` of
+the Dyck-1 DPDA on one (ⁿ)ⁿ string of 125,000 … 1,000,000 symbols, and `StoreTransducer.accepts`
+with a queue and a deque store (sequence copy, w #^|w|) at the same lengths, with the time ratio
+per doubling (×2 = linear, ×4 = quadratic).
 
     python benchmarks/bench_simulation.py --doubling     # only the doubling sections
 """
@@ -52,28 +52,17 @@ def main() -> None:
     store_doubling()
 
 
-def anbn() -> pn.DPDA:
-    from pdanet.automata.alphabet import BOTTOM, EPSILON
-
-    return pn.DPDA(states=[0, 1, 2], input_alphabet="ab", stack_alphabet="A",
-                   transitions={(0, "a", BOTTOM): (0, ("A", BOTTOM)),
-                                (0, "a", "A"): (0, ("A", "A")),
-                                (0, "b", "A"): (1, ()), (1, "b", "A"): (1, ()),
-                                (1, EPSILON, BOTTOM): (2, (BOTTOM,))},
-                   start=0, accepting={2}, name="anbn")
-
-
 def doubling(lengths: tuple[int, ...] = (125_000, 250_000, 500_000, 1_000_000)) -> None:
-    """`DPDA.accepts` and `trace` on aⁿbⁿ (stack depth n) for doubling lengths: the time ratio
-    per doubling should be ×2 (O(1) per step: shared-tail stacks), not ×4."""
-    m = anbn()
+    """`DPDA.accepts` and `trace` of the Dyck-1 DPDA on (ⁿ)ⁿ (stack depth n) for doubling lengths:
+    the time ratio per doubling should be ×2 (O(1) per step: shared-tail stacks), not ×4."""
+    m = pn.tasks.get("dyck1")
     prev: dict = {}
     for L in lengths:
-        s = "a" * (L // 2) + "b" * (L // 2)
+        s = "(" * (L // 2) + ")" * (L // 2)
         for name, fn in (("accepts", m.accepts), ("trace", m.trace)):
             t = _time(lambda fn=fn, s=s: fn(s), repeat=1)
             ratio = f"×{t / prev[name]:.2f}" if name in prev else ""
-            print(f"aⁿbⁿ DPDA.{name:<8} L = {L:9,d}   {t:7.2f} s   {t / L * 1e6:5.2f} µs/symbol   "
+            print(f"(ⁿ)ⁿ DPDA.{name:<8} L = {L:9,d}   {t:7.2f} s   {t / L * 1e6:5.2f} µs/symbol   "
                   f"{ratio}")
             prev[name] = t
 

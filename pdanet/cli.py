@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import inspect
 import json
 import math
 import os
@@ -38,6 +37,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -84,6 +84,26 @@ def command(name: str, help: str, example: str,
 MAX_OPTION_INT = 10**18
 
 
+def _exact_int(s: str) -> int | None:
+    """`s` as an integer (``1000``, ``1_000``, or an exact scientific form such as ``1e9`` or
+    ``2.5e3`` with an exponent of at most 100 in size); None when it is not one."""
+    try:
+        return int(s)
+    except ValueError:
+        pass
+    mant, e, exp = s.lower().partition("e")
+    if not e or not mant.lstrip("+-")[:1].isdigit():
+        return None
+    try:
+        power = int(exp)
+        if abs(power) > 100:
+            return None
+        value = Fraction(mant) * Fraction(10) ** power
+    except (ValueError, ZeroDivisionError):
+        return None
+    return int(value) if value.denominator == 1 else None
+
+
 def integer(low: int | None = None, high: int = MAX_OPTION_INT) -> Callable[[str], int]:
     """An argparse ``type`` for an integer in [low, high] (low None: unbounded below; high at
     most `MAX_OPTION_INT`). Accepts ``1000``, ``1_000`` and exact scientific forms such as
@@ -93,25 +113,8 @@ def integer(low: int | None = None, high: int = MAX_OPTION_INT) -> Callable[[str
     what = f"an integer in [{low}, {top}]" if low is not None else f"an integer ≤ {top}"
 
     def parse(text: str) -> int:
-        s = text.strip()
-        try:
-            value = int(s)
-        except ValueError:
-            value = None
-            if s and s.lstrip("+-")[:1].isdigit() and "e" in s.lower():  # 1e9, 2.5e3
-                try:
-                    mant, _, exp = s.lower().partition("e")
-                    from fractions import Fraction
-
-                    e = int(exp)
-                    if abs(e) <= 100:
-                        f = Fraction(mant) * Fraction(10) ** e
-                        value = int(f) if f.denominator == 1 else None
-                except (ValueError, ZeroDivisionError):
-                    value = None
-        if value is None:
-            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
-        if (low is not None and value < low) or value > high:
+        value = _exact_int(text.strip())
+        if value is None or (low is not None and value < low) or value > high:
             raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
         return value
 
@@ -197,13 +200,23 @@ def task_catalog() -> list[tuple[str, str]]:
     return [(name, tasks.task(name).description.strip().splitlines()[0]) for name in tasks.names()]
 
 
+def _is_machine_file(ref: str) -> bool:
+    """Whether `resolve_machine` reads `ref` as a machine file (a .json or .jff name, or an
+    existing file that is not a task name) rather than as a task name."""
+    from pdanet.automata import tasks
+
+    path = Path(ref)
+    return path.suffix.lower() in (".json", ".jff") or (ref not in tasks.names()
+                                                         and path.is_file())
+
+
 def resolve_machine(ref: str, params: dict[str, Any] | None = None) -> Any:
     """A machine from a file path (JSON or .jff) or a task name with parameters."""
     from pdanet.automata import tasks
 
     params = params or {}
     path = Path(ref)
-    if path.suffix.lower() in (".json", ".jff") or (ref not in tasks.names() and path.is_file()):
+    if _is_machine_file(ref):
         if params:
             raise InputError(f"task parameters {sorted(params)} make no sense for the machine "
                              f"file {ref!r}; drop them")
@@ -588,11 +601,7 @@ def build_network(args: argparse.Namespace) -> tuple[Any, str | None, dict[str, 
             net = net.with_scale(scale)
         except InputError as exc:  # e.g. weights that overflow the dtype at this β
             raise InputError(f"--scale {args.scale}: {exc}") from None
-    from pdanet.automata import tasks
-
-    is_task = args.machine in tasks.names() and Path(args.machine).suffix.lower() not in (
-        ".json", ".jff")  # as resolve_machine decides
-    task = args.machine if is_task else None
+    task = None if _is_machine_file(args.machine) else args.machine
     return net, task, params
 
 
@@ -766,25 +775,17 @@ def _certify_args(p: argparse.ArgumentParser) -> None:
     add_json_flag(p)
 
 
-def _accepts_progress(fn: Callable) -> bool:
-    try:
-        return "progress" in inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 def certify_network(machine: Any, net: Any, kernel: str = "ulp", eps: float | None = None,
                     max_configs: int = 200_000,
                     progress: Callable[[str, int, int], None] | None = None) -> tuple[Any, str]:
     """A certificate and the certifier that made it ("enumerative" or "structural"); `pn.certify`
     chooses the structural certifier for Dyck machines with too many configurations.
-    ``progress(stage, done, total)`` is passed on when the certifier takes it."""
+    ``progress(stage, done, total)`` is passed on to the certifier."""
     from pdanet.verify.certificate import certify, uses_structural
 
     method = "structural" if uses_structural(machine, net, max_configs) else "enumerative"
-    extra = {"progress": progress} if progress is not None and _accepts_progress(certify) else {}
     return certify(machine, net, eps=eps, max_configs=max_configs, kernel=kernel,
-                   **extra), method
+                   progress=progress), method
 
 
 def certificate_verdict(cert: Any, min_length: int | None = None) -> tuple[bool, str]:
@@ -829,12 +830,11 @@ def _certify(args: argparse.Namespace, out: TextIO) -> int:
     try:
         if args.min_scale:
             from pdanet.errors import CertificationError
-            from pdanet.verify.certificate import certify, min_scale
+            from pdanet.verify.certificate import min_scale
 
-            extra = {"progress": bar} if bar is not None and _accepts_progress(certify) else {}
             try:
                 min_beta, _ = min_scale(net.machine, net, dtype=net.dtype, kernel=args.kernel,
-                                        min_length=args.min_length, **extra)
+                                        min_length=args.min_length, progress=bar)
             except CertificationError as exc:
                 span = ("every length" if args.min_length is None
                         else f"every length or {args.min_length:,} steps")

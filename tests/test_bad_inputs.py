@@ -22,6 +22,7 @@ from pdanet.automata.alphabet import Alphabet
 from pdanet.automata.io import loads
 from pdanet.automata.nfa import NFA
 from pdanet.automata.regex import MAX_DEPTH, parse_regex, regex_to_dfa
+from pdanet.automata.store import StoreTransducer
 from pdanet.errors import (
     CompileError,
     InputError,
@@ -411,6 +412,15 @@ def test_boolean_states_are_refused():
         pn.DFA(states=[0, True], alphabet="a", transitions={}, start=0)
     with pytest.raises(pn.errors.AutomatonError, match="boolean"):
         NFA(states=[False, 1], alphabet="a", transitions={}, start=1)
+    # every machine indexes its states the same way
+    with pytest.raises(pn.errors.AutomatonError, match="boolean"):
+        pn.DPDA([0, True], "a", "A", {}, 0)
+    with pytest.raises(pn.errors.AutomatonError, match="boolean"):
+        StoreTransducer("queue", [True], "a", "b", "A", {}, True)
+    with pytest.raises(pn.errors.AutomatonError, match="state 'q' is declared twice"):
+        StoreTransducer("queue", ["q", "q"], "a", "b", "A", {}, "q")
+    with pytest.raises(pn.errors.AutomatonError, match="None cannot be a state"):
+        StoreTransducer("queue", [None], "a", "b", "A", {}, None)
 
 
 def test_language_listing_is_guarded():

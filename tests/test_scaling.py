@@ -98,6 +98,20 @@ def marked(n: int, seed: int = 0) -> list:
     return w + ["#"] + w[::-1]
 
 
+def windowed_and_full(m, net, strings):
+    """`lockstep.compare_batch` on `strings` as it runs (top cells only on long strings) and with
+    whole stacks forced."""
+    ids, lengths = m.encode(strings)
+    windowed = lockstep.compare_batch(m, net, ids, lengths)
+    old = lockstep.WINDOW_MIN_STEPS
+    lockstep.WINDOW_MIN_STEPS = 10**9
+    try:
+        full = lockstep.compare_batch(m, net, ids, lengths)
+    finally:
+        lockstep.WINDOW_MIN_STEPS = old
+    return windowed, full
+
+
 @pytest.mark.parametrize("method", ["grefenstette", "joulin_mikolov", "suzgun"])
 def test_a_long_string_is_verified_with_top_cells_only(method, monkeypatch):
     m = pn.tasks.get("marked_reversal")
@@ -118,14 +132,7 @@ def test_windowed_and_full_comparisons_agree():
     m = pn.tasks.get("marked_reversal")
     net = pn.compile(m, target="stack_rnn")
     strings = [marked(700, seed) for seed in range(3)] + [["0"] * 600 + ["1"] * 5]
-    ids, lengths = m.encode(strings)
-    windowed = lockstep.compare_batch(m, net, ids, lengths)
-    old = lockstep.WINDOW_MIN_STEPS
-    lockstep.WINDOW_MIN_STEPS = 10**9
-    try:
-        full = lockstep.compare_batch(m, net, ids, lengths)
-    finally:
-        lockstep.WINDOW_MIN_STEPS = old
+    windowed, full = windowed_and_full(m, net, strings)
     assert windowed.failure is None and full.failure is None
     assert windowed.steps == full.steps and "stack_top" in windowed.fields
 
@@ -139,15 +146,7 @@ def test_a_wrong_network_fails_at_the_same_step_either_way():
         cols = vals.weight.clone()
         j, k = [i for i in range(cols.shape[1]) if cols[:, i].abs().sum() > 0][:2]
         vals.weight[:, j], vals.weight[:, k] = cols[:, k], cols[:, j]
-    s = marked(800, 3)
-    ids, lengths = m.encode([s])
-    windowed = lockstep.compare_batch(m, net, ids, lengths)
-    old = lockstep.WINDOW_MIN_STEPS
-    lockstep.WINDOW_MIN_STEPS = 10**9
-    try:
-        full = lockstep.compare_batch(m, net, ids, lengths)
-    finally:
-        lockstep.WINDOW_MIN_STEPS = old
+    windowed, full = windowed_and_full(m, net, [marked(800, 3)])
     assert full.failure is not None and windowed.failure is not None
     assert windowed.failure[:2] == full.failure[:2]
 
@@ -222,9 +221,6 @@ def test_a_stack_rnn_too_large_is_refused_before_building_it():
 
 
 def test_dyck_k_beyond_machine_integers_is_an_input_error():
-    import pdanet as pn
-    from pdanet.errors import InputError
-
-    with pytest.raises(InputError, match="k ≤ 2\\^60"):
+    with pytest.raises(pn.errors.InputError, match="k ≤ 2\\^60"):
         pn.tasks.dyck(k=10**19, m=3)
     assert pn.tasks.dyck(k=2**60, m=3).accepts("(0 )0")

@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
+import pdanet as pn
 from pdanet.automata import DFA, DyckKM, dyck
 from pdanet.constructions.base import CompiledNetwork, ExactWeight
 from pdanet.errors import InputError, VerificationError
@@ -573,7 +574,6 @@ def test_pipelined_halves_give_the_same_outcome(where):
 def test_a_batch_whose_halves_decode_to_different_widths_is_compared_whole():
     """A stack network's decoded stack is as wide as the deepest stack of its batch, so a large
     batch of a machine without fixed-width fields is not split (it would not line up)."""
-    import pdanet as pn
     from pdanet.verify.lockstep import PIPELINE_ROWS
 
     machine = pn.tasks.get("dyck2")
@@ -594,8 +594,6 @@ def test_default_samples_go_beyond_the_exhaustive_phase():
 
 
 def test_verify_accepts_the_machine_an_ns_rnn_was_compiled_from():
-    import pdanet as pn
-
     m = pn.tasks.get("marked_reversal")
     net = pn.compile(m, target="ns_rnn")
     assert net.machine != m and net.info["compiled_from"] is m
@@ -609,10 +607,6 @@ def test_verify_accepts_the_machine_an_ns_rnn_was_compiled_from():
                                            ("elman", "hewitt"), ("elman", "compact")])
 def test_verify_reports_nan_weights_as_a_disagreement(target, method):
     """A NaN anywhere in a compiled Dyck network is a counterexample, never a crash."""
-    import torch
-
-    import pdanet as pn
-
     m = pn.tasks.dyck(k=2, m=2)
     for name, _ in pn.compile(m, target=target, method=method).module.named_parameters():
         net = pn.compile(m, target=target, method=method)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Iterator, Mapping, Sequence
+from typing import Any, Hashable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -246,6 +246,35 @@ class Machine(Frozen, ABC):
         return ids, lengths
 
 
+def index_states(states: Iterable[Hashable], none_is_dead: bool = False) -> tuple[tuple, dict]:
+    """The states as a tuple and ``{state: position}``. AutomatonError naming a state that is
+    unhashable, a boolean (True would be the same state as 1), declared twice, or None when
+    ``none_is_dead`` (None then marks the dead configuration)."""
+    states = tuple(states)
+    index: dict = {}
+    for i, q in enumerate(states):
+        try:
+            hash(q)
+        except TypeError as exc:
+            raise AutomatonError(f"state {q!r} is not hashable") from exc
+        if q is None and none_is_dead:
+            raise AutomatonError("None cannot be a state (it marks the dead configuration)")
+        if isinstance(q, (bool, np.bool_)):
+            raise AutomatonError(f"state {q!r} is a boolean; name states with strings or "
+                                 "integers (True would be the same state as 1)")
+        if q in index:
+            raise AutomatonError(f"state {q!r} is declared twice")
+        index[q] = i
+    return states, index
+
+
+def short_name(name: Any) -> Any:
+    """A machine name as shown in a repr: a str longer than 60 characters is cut in the middle."""
+    if not isinstance(name, str) or len(name) <= 60:
+        return name
+    return f"{name[:40]}…{name[-15:]}"
+
+
 class StateIndexed:
     """Mixin for machines with a finite tuple ``states`` and a ``_state_index`` dict."""
 
@@ -273,4 +302,5 @@ def hold_after_length(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.take_along_axis(values, np.broadcast_to(gather, idx.shape + values.shape[2:]), axis=1)
 
 
-__all__ = ["Frozen", "Machine", "Step", "BatchTrace", "OUTPUT_KINDS", "StateIndexed", "hold_after_length"]
+__all__ = ["Frozen", "Machine", "Step", "BatchTrace", "OUTPUT_KINDS", "StateIndexed", "hold_after_length",
+           "index_states", "short_name"]

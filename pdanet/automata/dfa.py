@@ -25,7 +25,14 @@ import numpy as np
 
 from pdanet import limits
 from pdanet.automata.alphabet import Alphabet
-from pdanet.automata.base import BatchTrace, Machine, StateIndexed, hold_after_length
+from pdanet.automata.base import (
+    BatchTrace,
+    Machine,
+    StateIndexed,
+    hold_after_length,
+    index_states,
+    short_name,
+)
 from pdanet.errors import AutomatonError, DeterminismError, InputError
 
 END = "$"
@@ -56,17 +63,9 @@ class DFA(StateIndexed, Machine):
         output_kind: str | None = None,
         name: str | None = None,
     ):
-        self.states = tuple(states)
+        self.states, index = index_states(states)
         self.alphabet = Alphabet.of(alphabet)
         self.name = name
-        index = {}
-        for i, q in enumerate(self.states):
-            if isinstance(q, (bool, np.bool_)):
-                raise AutomatonError(f"state {q!r} is a boolean; name states with strings or "
-                                     "integers (True would be the same state as 1)")
-            if q in index:
-                raise AutomatonError(f"state {q!r} is declared twice")
-            index[q] = i
         self._state_index = index
         if start not in index:
             raise AutomatonError(
@@ -202,9 +201,7 @@ class DFA(StateIndexed, Machine):
 
     def __repr__(self) -> str:
         kind = "Mealy" if self.outputs_map else "DFA"
-        name = self.name if not isinstance(self.name, str) or len(self.name) <= 60 else \
-            f"{self.name[:40]}…{self.name[-15:]}"
-        label = f" {name!r}" if self.name else ""
+        label = f" {short_name(self.name)!r}" if self.name else ""
         return f"<{kind}{label}: {len(self.states)} states, {len(self.alphabet)} symbols>"
 
     # --- properties ---------------------------------------------------------------------------

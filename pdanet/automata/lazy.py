@@ -173,11 +173,7 @@ class _BracketIndex:
         return bracket_index(symbol, self.k, self.with_end)
 
     def __contains__(self, symbol: object) -> bool:
-        try:
-            bracket_index(symbol, self.k, self.with_end)
-        except KeyError:
-            return False
-        return True
+        return self.get(symbol) is not None
 
     def get(self, symbol: Hashable, default: Any = None) -> Any:
         try:

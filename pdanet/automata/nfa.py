@@ -13,11 +13,9 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from functools import cached_property
 
-import numpy as np
-
 from pdanet import limits
 from pdanet.automata.alphabet import EPSILON, Alphabet
-from pdanet.automata.base import Frozen
+from pdanet.automata.base import Frozen, index_states, short_name
 from pdanet.automata.dfa import DFA
 from pdanet.errors import AutomatonError, InputError
 
@@ -41,17 +39,9 @@ class NFA(Frozen):
         accepting: Iterable[Hashable] = (),
         name: str | None = None,
     ):
-        self.states = tuple(states)
+        self.states, index = index_states(states)
         self.alphabet = Alphabet.of(alphabet)
         self.name = name
-        index: dict = {}
-        for i, q in enumerate(self.states):
-            if isinstance(q, (bool, np.bool_)):
-                raise AutomatonError(f"state {q!r} is a boolean; name states with strings or "
-                                     "integers (True would be the same state as 1)")
-            if q in index:
-                raise AutomatonError(f"state {q!r} is declared twice")
-            index[q] = i
         self._state_index = index
         self.starts = self._state_set(start, "start state")
         if not self.starts:
@@ -100,9 +90,7 @@ class NFA(Frozen):
                 self.accepting)
 
     def __repr__(self) -> str:
-        name = self.name if not isinstance(self.name, str) or len(self.name) <= 60 else \
-            f"{self.name[:40]}…{self.name[-15:]}"
-        label = f" {name!r}" if self.name else ""
+        label = f" {short_name(self.name)!r}" if self.name else ""
         return f"<NFA{label}: {len(self.states)} states, {len(self.alphabet)} symbols>"
 
     @property

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from pdanet.automata.alphabet import BOTTOM, EPSILON, Alphabet
-from pdanet.automata.base import BatchTrace, Machine, StateIndexed, Step
+from pdanet.automata.base import BatchTrace, Machine, StateIndexed, Step, index_states
 from pdanet.errors import (
     AutomatonError,
     CompileError,
@@ -299,22 +299,6 @@ def stack_op(top: Hashable, gamma: tuple) -> tuple[str, Hashable | None]:
     )
 
 
-def _states_index(states: Iterable[Hashable]) -> tuple[tuple, dict]:
-    states = tuple(states)
-    index: dict = {}
-    for i, q in enumerate(states):
-        try:
-            hash(q)
-        except TypeError as exc:
-            raise AutomatonError(f"state {q!r} is not hashable") from exc
-        if q is None:
-            raise AutomatonError("None cannot be a state (it marks the dead configuration)")
-        if q in index:
-            raise AutomatonError(f"state {q!r} is declared twice")
-        index[q] = i
-    return states, index
-
-
 def normalise_gamma(gamma: Any, stack_alphabet: Alphabet, where: str) -> tuple:
     """The pushed string as a tuple of stack symbols (X1 on top). Accepts a tuple or list, `EPSILON`
     or "" for the empty string, a single stack symbol (or `BOTTOM`), or a str of one-character stack
@@ -357,7 +341,7 @@ class _Spec:
 
 
 def _validate_common(states, input_alphabet, stack_alphabet, start, accepting) -> _Spec:
-    states, index = _states_index(states)
+    states, index = index_states(states, none_is_dead=True)
     alphabet = Alphabet.of(input_alphabet)
     stack_alphabet = Alphabet.of(stack_alphabet)
     if start not in index:
@@ -687,16 +671,20 @@ class DeterministicPushdown(StateIndexed, Machine):
         return self._make_config(None, Stack(), ())
 
     def _move(self, state, stack: Stack, a) -> tuple | None:
-        move = self._trans.get((state, a, stack.top))
+        """(state, stack, emitted) after the move reading ``a`` (EPSILON for an ε-move), or None
+        when none applies; O(1) plus the symbols pushed."""
+        reads, eps = self._moves
+        x = stack.top
+        move = eps.get((state, x)) if a is EPSILON else reads.get((state, a, x))
         if move is None:
             return None
-        q2, out, gamma = move
-        if gamma and gamma[-1] == stack.top:          # the cell of the top stays
-            return q2, stack.push(*gamma[-2::-1]), out
-        return q2, stack.pop().push(*gamma[::-1]), out
+        q2, out, keep, pushed = move
+        return q2, (stack if keep else stack.pop()).push(*pushed), out
 
     def _closure(self, state, stack: Stack, out: tuple) -> tuple:
         """Follow ε-moves while one applies (finite: ε-loops are rejected at construction)."""
+        if not self._moves[1]:                      # no ε-moves at all
+            return state, stack, out
         while True:
             nxt = self._move(state, stack, EPSILON)
             if nxt is None:
@@ -740,33 +728,16 @@ class DeterministicPushdown(StateIndexed, Machine):
     def _walk(self, symbols: Sequence[Hashable]) -> Iterator[tuple]:
         """(state, stack, emitted) after the initial closure and after each symbol (validated
         symbols); state None once dead. O(1) per move: the stack is a shared-tail `Stack`."""
-        trans, eps = self._moves
         state, stack, out = self._closure(self.start, Stack((BOTTOM,)), ())
         yield state, stack, out
         dead = (None, Stack(), ())
-        new = object.__new__
         for a in symbols:
-            if state is None:
-                yield dead
-                continue
-            move = trans.get((state, a, stack._top))
-            if move is None:
+            nxt = None if state is None else self._move(state, stack, a)
+            if nxt is None:
                 state = None
                 yield dead
                 continue
-            state, out, keep, pushed = move
-            while True:
-                if not keep:
-                    stack = stack._below
-                for y in pushed:
-                    cell = new(Stack)
-                    cell._below, cell._top, cell._len, cell._acc = stack, y, stack._len + 1, None
-                    stack = cell
-                if not eps or (state, stack._top) not in eps:
-                    break
-                state, more, keep, pushed = eps[(state, stack._top)]
-                if more:
-                    out = out + more
+            state, stack, out = self._closure(*nxt)
             yield state, stack, out
 
     def run(self, string: str | Sequence[Hashable]) -> PDAConfig:

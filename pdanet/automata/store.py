@@ -37,7 +37,7 @@ import numpy as np
 
 from pdanet import limits
 from pdanet.automata.alphabet import BOTTOM, EPSILON, Alphabet
-from pdanet.automata.base import BatchTrace, Machine, hold_after_length
+from pdanet.automata.base import BatchTrace, Machine, hold_after_length, index_states
 from pdanet.automata.pda import Stack
 from pdanet.errors import AutomatonError, InputError
 
@@ -122,47 +122,40 @@ class Deque(Sequence):
         """The deque with ``symbol`` added before the bottom end."""
         return Deque._make(self._bot.push(symbol), self._top)
 
-    def pop_top(self) -> Deque:
-        """The deque without its top symbol; IndexError when empty."""
-        if self._top:
-            return Deque._make(self._bot, self._top.pop())
-        if len(self._bot) <= 1:
-            if not self._bot:
+    def _pop(self, end: str) -> Deque:
+        if len(self) <= 1:
+            if not self:
                 raise IndexError("pop from an empty deque")
             return _EMPTY_DEQUE
-        return self._split().pop_top()
+        d = self.settled(end)             # both stacks non-empty unless ``end``'s already was
+        if end == "top":
+            return Deque._make(d._bot, d._top.pop())
+        return Deque._make(d._bot.pop(), d._top)
+
+    def pop_top(self) -> Deque:
+        """The deque without its top symbol; IndexError when empty."""
+        return self._pop("top")
 
     def pop_bottom(self) -> Deque:
         """The deque without its bottom symbol (a queue's dequeue); IndexError when empty."""
-        if self._bot:
-            return Deque._make(self._bot.pop(), self._top)
-        if len(self._top) <= 1:
-            if not self._top:
-                raise IndexError("pop from an empty deque")
-            return _EMPTY_DEQUE
-        return self._split().pop_bottom()
+        return self._pop("bottom")
+
+    def _end(self, end: str) -> Any:
+        if not self:
+            raise IndexError("the deque is empty")
+        d = self.settled(end)
+        near, far = (d._top, d._bot) if end == "top" else (d._bot, d._top)
+        return (near or far).top          # one symbol in all: it is at both ends
 
     @property
     def top(self) -> Any:
         """The symbol at the top end (``d[-1]``); IndexError when empty."""
-        if self._top:
-            return self._top.top
-        if len(self._bot) == 1:
-            return self._bot.top
-        if not self._bot:
-            raise IndexError("the deque is empty")
-        return self._split()._top.top
+        return self._end("top")
 
     @property
     def bottom(self) -> Any:
         """The symbol at the bottom end (``d[0]``); IndexError when empty."""
-        if self._bot:
-            return self._bot.top
-        if len(self._top) == 1:
-            return self._top.top
-        if not self._top:
-            raise IndexError("the deque is empty")
-        return self._split()._bot.top
+        return self._end("bottom")
 
     def __len__(self) -> int:
         return len(self._bot) + len(self._top)
@@ -264,12 +257,7 @@ class StoreTransducer(Machine):
         if store not in STORE_KINDS:
             raise AutomatonError(f"store {store!r} is not one of {STORE_KINDS}")
         self.store = store
-        self.states = tuple(states)
-        self._state_index = {}
-        for i, q in enumerate(self.states):
-            if q is None or q in self._state_index:
-                raise AutomatonError(f"state {q!r} is None or declared twice")
-            self._state_index[q] = i
+        self.states, self._state_index = index_states(states, none_is_dead=True)
         self.alphabet = Alphabet.of(input_alphabet)
         self.output_alphabet = Alphabet.of(output_alphabet)
         self.store_alphabet = Alphabet.of(store_alphabet)

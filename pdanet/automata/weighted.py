@@ -44,8 +44,8 @@ import numpy as np
 
 from pdanet.automata import semiring as srm
 from pdanet.automata.alphabet import BOTTOM, EPSILON, Alphabet
-from pdanet.automata.base import BatchTrace, Frozen, Machine
-from pdanet.automata.pda import _states_index, stack_op
+from pdanet.automata.base import BatchTrace, Frozen, Machine, index_states
+from pdanet.automata.pda import stack_op
 from pdanet.errors import AutomatonError, InputError
 
 OPS = ("push", "replace", "pop")
@@ -112,7 +112,7 @@ class WeightedPDA(Machine):
                  transitions: Mapping[tuple, Any], start: Hashable,
                  semiring: srm.Semiring | str = "real", accepting: Iterable[Hashable] | None = None,
                  empty_stack: bool = False, name: str | None = None):
-        self.states, self._state_index = _states_index(states)
+        self.states, self._state_index = index_states(states, none_is_dead=True)
         self.alphabet = Alphabet.of(input_alphabet)
         self.stack_alphabet = Alphabet.of(stack_alphabet)
         self.semiring = srm.get(semiring)

@@ -35,9 +35,10 @@ import torch
 from pdanet import limits
 from pdanet.automata.bounded import DyckKM
 from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact, register
-from pdanet.constructions.dyck_codes import CODES, SlotCode, binary, ceil_log2
+from pdanet.constructions.dyck_codes import CODES, SlotCode, binary
 from pdanet.constructions.modules import RecurrentNet
 from pdanet.errors import InputError
+from pdanet.verify.bounds import information_floor  # re-exported: bits to tell configs apart
 
 K, M = sp.symbols("k m")  # plain symbols: CompiledNetwork.bound_value substitutes Symbol("k")
 LOG_K = sp.Max(1, sp.ceiling(sp.log(K, 2)))
@@ -54,12 +55,6 @@ BOUNDS: dict[tuple[str, str], sp.Expr] = {
 
 DEFAULT_MAX_LENGTH = 10**6
 HALF = Fraction(1, 2)
-
-
-def information_floor(k: int, m: int) -> int:
-    """⌈log₂ Σ_{i=0..m} kⁱ⌉: bits needed to tell the live configurations of Dyck-(k, m) apart."""
-    k, m = int(k), int(m)
-    return ceil_log2((k ** (m + 1) - 1) // (k - 1) if k > 1 else m + 1)  # the geometric sum
 
 
 # --- shared pieces ------------------------------------------------------------------------------

@@ -185,13 +185,12 @@ def check_arguments(*, eps: Any = None, chunk: Any = 1, max_configs: Any = 1,
 
 
 def check_pair(machine: Any, net: Any) -> None:
-    """The machine must be the one `net` was compiled for: `pdanet.verify`'s own check (a
-    verification with no phases runs only its argument and pair checks), raised as a
-    CertificationError (certifying another machine's network cannot be attempted)."""
-    from pdanet.verify.lockstep import verify
+    """The machine must be the one `net` was compiled for: `pdanet.verify`'s own check,
+    raised as a CertificationError (certifying another machine's network cannot be attempted)."""
+    from pdanet.verify.lockstep import _compiled_machine
 
     try:
-        verify(machine, net, max_length=None, samples=0, long_samples=0, overlap=False)
+        _compiled_machine(machine, net)
     except PdanetError as exc:
         raise CertificationError(f"{exc}; certify the network with the machine it was "
                                  "compiled from") from exc
@@ -219,6 +218,17 @@ def weights_failure(W: dict[str, Any]) -> FailingCase | None:
                                f"entry {idx if len(idx) != 1 else idx[0]}", (val, val),
                                (-math.inf, math.inf))
     return None
+
+
+def nonfinite_weights(machine: Any, net: CompiledNetwork, kernel: str, t0: float
+                      ) -> Certificate | None:
+    """A NOT CERTIFIED certificate naming `net`'s first NaN or infinite weight (see
+    `weights_failure`), or None when every weight is finite."""
+    bad = weights_failure(net.module.state_dict())
+    if bad is None:
+        return None
+    return rejected(machine, net, bad, kernel, t0,
+                    "a weight is NaN or infinite: the network's outputs are undefined")
 
 
 def nan_min(*xs: float) -> float:
@@ -582,10 +592,9 @@ def _certify_under(machine: Machine, net: CompiledNetwork, dtype: torch.dtype | 
     t0 = time.perf_counter()
     if dtype is not None and dtype != net.dtype:
         net = net.with_scale(dtype=dtype)
-    bad = weights_failure(net.module.state_dict())
+    bad = nonfinite_weights(machine, net, kernel, t0)
     if bad is not None:
-        return rejected(machine, net, bad, kernel, t0,
-                        "a weight is NaN or infinite: the network's outputs are undefined")
+        return bad
     previous = iv.set_kernel_model(kernel)
     try:
         pb = _problem(machine, net, dtype, max_configs)

@@ -88,10 +88,10 @@ from pdanet.verify.certificate import (
     FailingCase,
     Progress,
     check_arguments,
+    nonfinite_weights,
     notify,
     overflow_free,
     rejected,
-    weights_failure,
 )
 
 _OPS = {"noop": (None, None), "push": (None, "top"), "pop": ("top", None),
@@ -356,10 +356,9 @@ def certify_stack_rnn(machine, net: CompiledNetwork, dtype: torch.dtype | None =
             f"{net.construction} drives a {net.info.get('store')}; the stack certificate covers "
             "stacks only — check queues and deques with pn.verify")
     t0 = time.perf_counter()
-    bad = weights_failure(net.module.state_dict())
+    bad = nonfinite_weights(machine, net, kernel, t0)
     if bad is not None:
-        return rejected(machine, net, bad, kernel, t0,
-                        "a weight is NaN or infinite: the network's outputs are undefined")
+        return bad
     cert = _certify_with(machine, net, kernel, t0, progress)
     if kernel == "ulp" and not cert.ok and cert.failing is not None \
             and cert.failing.unit_label.startswith("tanh"):
@@ -642,10 +641,9 @@ def certify_ns_rnn(machine, net: CompiledNetwork, max_length: int | None = None,
         raise CertificationError(f"certify_ns_rnn needs an ns_rnn network, got {net.construction}")
     if dtype is not None and dtype != net.dtype:
         net = net.with_scale(dtype=dtype)
-    bad_weight = weights_failure(net.module.state_dict())
+    bad_weight = nonfinite_weights(machine, net, "none", t0)
     if bad_weight is not None:
-        return rejected(machine, net, bad_weight, "none", t0,
-                        "a weight is NaN or infinite: the network's outputs are undefined")
+        return bad_weight
     edited = _edited_weight(net)
     if edited is not None:
         return rejected(machine, net, edited, "none", t0,

@@ -323,15 +323,6 @@ class _Phase:
     want_length: int | None = None  # every string should have this length (long phase)
 
 
-def _resolve_dtype(dtype: Any) -> torch.dtype | None:
-    if dtype is None or isinstance(dtype, torch.dtype):
-        return dtype
-    found = getattr(torch, str(dtype), None)
-    if not isinstance(found, torch.dtype):
-        raise InputError(f"unknown dtype {dtype!r}; use e.g. torch.float64 or 'float64'")
-    return found
-
-
 def verify(
     machine: Machine,
     net,
@@ -377,9 +368,8 @@ def verify(
         if v < 0:
             raise InputError(f"{label} must be ≥ 0, got {v}")
     machine = _compiled_machine(machine, net)
-    torch_dtype = _resolve_dtype(dtype)
-    if torch_dtype is not None:
-        net = net.with_scale(dtype=torch_dtype)
+    if dtype is not None:   # a floating dtype or its name (`with_scale`: InputError otherwise)
+        net = net.with_scale(dtype=dtype)
     tol = Tolerance.for_dtype(_net_dtype(net), rtol, atol)
     rng = np.random.default_rng(seed)
 

@@ -58,16 +58,10 @@ def readable(machine: Machine, name: str, value: Any) -> Any:
             if i == -1:
                 return None
             return _name(tuple(machine.output_alphabet), i)
-    if name == "stack":
+    if name in ("stack", "stack_top"):  # stack_top: the top cells, top first (long strings)
         syms = _stack_symbols(machine)
         cells = [_py(v) for v in arr.reshape(-1)]
         while cells and cells[-1] == -1:  # padding above the top; a -1 below it is shown
-            cells.pop()
-        return tuple(_name(syms, v) for v in cells)
-    if name == "stack_top":  # the top cells, top first (compared incrementally on long strings)
-        syms = _stack_symbols(machine)
-        cells = [_py(v) for v in arr.reshape(-1)]
-        while cells and cells[-1] == -1:
             cells.pop()
         return tuple(_name(syms, v) for v in cells)
     if name == "top":

@@ -80,10 +80,9 @@ from pdanet.verify.certificate import (
     best_over_caps,
     check_arguments,
     nan_min,
+    nonfinite_weights,
     notify,
     overflow_free,
-    rejected,
-    weights_failure,
 )
 
 _U64 = 2.0**-53
@@ -683,10 +682,9 @@ def certify_structural(machine: DyckKM, net: CompiledNetwork, dtype: torch.dtype
     if dtype is not None and dtype != net.dtype:
         net = net.with_scale(dtype=dtype)
     dtype = net.dtype
-    bad_weight = weights_failure(net.module.state_dict())
+    bad_weight = nonfinite_weights(machine, net, kernel, t0)
     if bad_weight is not None:
-        return rejected(machine, net, bad_weight, kernel, t0,
-                        "a weight is NaN or infinite: the network's outputs are undefined")
+        return bad_weight
     previous = iv.set_kernel_model(kernel)
     try:
         md = _model(machine, net)
