@@ -896,18 +896,6 @@ def _bounds_args(p: argparse.ArgumentParser) -> None:
     add_json_flag(p)
 
 
-#: information floors of rows not built are computed only up to this many bits (m·log₂ k)
-MAX_FLOOR_BITS = 1 << 20
-
-
-def _floor(k: int, m: int) -> int | None:
-    from pdanet.verify.bounds import information_floor
-
-    if m * math.log2(max(k, 2)) > MAX_FLOOR_BITS:
-        return None
-    return information_floor(k, m)
-
-
 def bounds_rows(ks: Sequence[int], ms: Sequence[int], targets: Sequence[str],
                 methods: Sequence[str], max_units: int, progress: bool = False,
                 min_scale: bool = False) -> list[Any]:
@@ -918,7 +906,7 @@ def bounds_rows(ks: Sequence[int], ms: Sequence[int], targets: Sequence[str],
 
     from pdanet.constructions.dyck import BOUNDS
     from pdanet.errors import ResourceError
-    from pdanet.verify.bounds import BoundRow, table
+    from pdanet.verify.bounds import BoundRow, information_floor, table
 
     for k, m in ((k, m) for k in ks for m in ms):
         if k < 1 or m < 1:
@@ -949,7 +937,7 @@ def bounds_rows(ks: Sequence[int], ms: Sequence[int], targets: Sequence[str],
             if skip is not None:
                 rows.append(BoundRow(k, m, target, method, f"{target}/{method}",
                                      formula=None if formula is None else str(formula),
-                                     bound=units, floor=_floor(k, m), note=skip))
+                                     bound=units, floor=information_floor(k, m), note=skip))
             if bar is not None:
                 bar.update()
     finally:

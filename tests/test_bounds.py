@@ -136,3 +136,23 @@ def test_min_scale_column_is_a_certified_scale_at_most_the_constructions():
     (row,) = table(k=[2], m=[2], targets=["elman"], methods=["compact"], min_scale=True)
     assert row.min_scale is not None
     assert 0 < float(row.min_scale) <= float(row.scale) < HEWITT_BLANKET_SCALE
+
+
+@pytest.mark.parametrize("k, m", [(3, 1), (7, 1), (2, 40), (8, 33), (10, 7000), (3, 50_000),
+                                  (6, 30_000)])
+def test_information_floor_closed_forms_and_large_sums_are_exact(k, m):
+    """Powers of two, sums that are powers of two (1 + 3 = 4, 1 + 7 = 8) and sums of more than
+    2¹⁶ bits (the float path) agree with the integer definition."""
+    n = (k ** (m + 1) - 1) // (k - 1)                       # Σ_{i ≤ m} kⁱ
+    exact = n.bit_length() - (1 if n & (n - 1) == 0 else 0)   # ⌈log₂ n⌉
+    assert information_floor(k, m) == exact
+    if m < 100:
+        assert exact == brute_floor(k, m)
+
+
+def test_information_floor_of_astronomical_sums_is_immediate():
+    """m·log₂k ≈ 6·10¹⁹ bits: never materialised (the value is ⌈(m+1)·log₂k − log₂(k−1)⌉)."""
+    k, m = 10**18 - 1, 10**18
+    want = math.ceil((m + 1) * math.log2(k) - math.log2(k - 1))
+    assert abs(information_floor(k, m) - want) <= 2 ** 14  # float64 reference, 2^66-sized value
+    assert information_floor(2**40, 10**18) == 40 * 10**18 + 1

@@ -16,11 +16,39 @@ from typing import Any
 from pdanet.errors import CompileError
 
 
+#: above this many bits the geometric sum is not materialised (see `information_floor`)
+_EXACT_BITS = 1 << 16
+
+
 def information_floor(k: int, m: int) -> int:
-    """⌈log₂ Σ_{i=0..m} kⁱ⌉, exactly (integer arithmetic)."""
+    """⌈log₂ n⌉ for n = Σ_{i=0..m} kⁱ, exactly, in time independent of the size of n.
+
+    k = 1: n = m + 1. k = 2ʲ: n − 1 = 2ʲ(2^{jm} − 1)/(2ʲ − 1) has bit length jm + 1 (m ≥ 1).
+    Otherwise, while n has at most 2¹⁶ bits, integer arithmetic; beyond, log₂ n = (m+1)·log₂ k −
+    log₂(k − 1) + log₂(1 − k^{−(m+1)}) in 256-bit arithmetic, the last term below 2^{−2¹⁶}: the
+    ceiling is exact unless log₂ n lies within 2⁻⁶⁴ of an integer, where integer arithmetic
+    decides (guarded by `pdanet.limits`)."""
     if k < 1 or m < 0:
         raise ValueError(f"need k ≥ 1 and m ≥ 0, got k={k}, m={m}")
-    n = (k ** (m + 1) - 1) // (k - 1) if k > 1 else m + 1  # the geometric sum, in O(M(m log k))
+    if k == 1:
+        return m.bit_length()  # n = m + 1
+    if m == 0:
+        return 0  # n = 1
+    j = k.bit_length() - 1
+    if k == 1 << j:
+        return j * m + 1
+    if (m + 1) * k.bit_length() > _EXACT_BITS:
+        import mpmath
+
+        with mpmath.workprec(256):
+            log_n = (m + 1) * mpmath.log(k, 2) - mpmath.log(k - 1, 2)
+            ceil = int(mpmath.ceil(log_n))
+            if min(ceil - log_n, log_n - (ceil - 1)) > mpmath.mpf(2) ** -64:
+                return ceil
+        from pdanet import limits
+
+        limits.check(f"the information floor of Dyck-({k}, {m})", (m + 1) * k.bit_length() / 8)
+    n = (k ** (m + 1) - 1) // (k - 1)
     return (n - 1).bit_length()  # ⌈log₂ n⌉ for n ≥ 1
 
 
