@@ -56,7 +56,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "render": ("pdanet.automata.draw", "render"),
     "to_networkx": ("pdanet.automata.draw", "to_networkx"),
     "CompiledNetwork": ("pdanet.constructions.base", "CompiledNetwork"),
-    "compile": ("pdanet.constructions.base", "compile"),
+    "compile": ("pdanet.constructions.table", "compile"),
     "load_network": ("pdanet.export", "load_network"),
     "save_network": ("pdanet.export", "save_network"),
     "initialize": ("pdanet.learning.init", "initialize"),

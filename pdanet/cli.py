@@ -555,7 +555,7 @@ def add_network_arguments(p: argparse.ArgumentParser, weights: bool = True) -> N
 
 def default_target(machine: Any) -> str:
     """The first of `TARGET_PREFERENCE` that the machine compiles to (else any it does)."""
-    from pdanet.constructions.base import _load_constructions, available
+    from pdanet.constructions.table import _load_constructions, available
 
     _load_constructions()
     targets = [t for t, _ in available(machine)]
@@ -591,7 +591,7 @@ def build_network(args: argparse.Namespace) -> tuple[Any, str | None, dict[str, 
     machine = resolve_machine(args.machine, params)
     import torch
 
-    from pdanet.constructions.base import compile as compile_machine
+    from pdanet.constructions.table import compile as compile_machine
 
     target = args.target or default_target(machine)
     net = compile_machine(machine, target=target, method=args.method,

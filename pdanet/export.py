@@ -270,7 +270,7 @@ def _machine(meta: Mapping[str, str], where: str) -> Any:
 def load_network(path: str | os.PathLike) -> Any:
     """The `CompiledNetwork` saved in `path` (see the module docstring): recompiled from its
     metadata at the saved β and dtype, with the module's weights replaced by the file's."""
-    from pdanet.constructions.base import compile as compile_machine
+    from pdanet.constructions.table import compile as compile_machine
 
     where = repr(str(path))
     tensors, meta = read_weights(path)

@@ -11,8 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pdanet.automata import DFA, DyckKM
-from pdanet.constructions import base
-from pdanet.constructions.base import CompiledNetwork, register
+from pdanet.constructions import table as base
+from pdanet.constructions.base import CompiledNetwork
+from pdanet.constructions.table import register
 from pdanet.verify.bounds import dfa_table, format_table, information_floor, table
 
 K, M = sp.symbols("k m")

@@ -14,7 +14,7 @@ from pdanet.automata.alphabet import EPSILON
 from pdanet.automata.dfa import DFA
 from pdanet.automata.nfa import NFA
 from pdanet.automata.regex import parse_regex, regex_to_dfa, regex_to_nfa
-from pdanet.constructions.base import compile as compile_machine
+from pdanet.constructions.table import compile as compile_machine
 from pdanet.errors import AutomatonError, CompileError, InputError
 
 SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])

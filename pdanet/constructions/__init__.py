@@ -1,6 +1,6 @@
 """Compilers from machines to networks with hand-set weights.
 
-The names below live in `pdanet.constructions.base` (which imports torch) and are loaded on
+The names below live in `pdanet.constructions.base` and `.table` (which import torch) and are loaded on
 first use, so importing this subpackage alone stays cheap.
 """
 
@@ -16,7 +16,8 @@ def __getattr__(name: str) -> Any:
     """Load a public name from `pdanet.constructions.base` on first use."""
     if name not in __all__:
         raise AttributeError(f"module 'pdanet.constructions' has no attribute {name!r}")
-    value = getattr(importlib.import_module("pdanet.constructions.base"), name)
+    home = "base" if name in ("CompiledNetwork", "ExactWeight") else "table"
+    value = getattr(importlib.import_module(f"pdanet.constructions.{home}"), name)
     globals()[name] = value
     return value
 

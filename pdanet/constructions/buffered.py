@@ -51,8 +51,10 @@ from pdanet import limits
 from pdanet.automata.alphabet import EPSILON
 from pdanet.automata.pda import DPDA, DeterministicPushdown
 from pdanet.automata.pdt import DPDT
-from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact, register
-from pdanet.constructions.controllers import BETA, _codes, _Stratified, _SymbolCodes
+from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact
+from pdanet.constructions.table import register
+from pdanet.constructions.controllers import BETA, _Stratified, _SymbolCodes
+from pdanet.constructions.realtime import store_codes
 from pdanet.constructions.stacks.buffered import OutputBuffer
 from pdanet.constructions.stacks.common import pop_front, read_front_weights
 from pdanet.errors import CompileError, InputError
@@ -398,7 +400,7 @@ def compile_buffered(machine: DeterministicPushdown, dtype: torch.dtype = torch.
     limits.check(f"{what}, {params:,} parameters", 32 * params, "max_bytes",
                  hint="use a smaller machine")
     n_out = max(len(machine.output_alphabet or ()), 1)
-    codes = _codes(G, code)
+    codes = store_codes(G, code)
     weights = _weights(units, K, codes, n_out, c0)
     # a bound on network steps per input symbol: an ε-chain that does not pop has no repeated
     # (controller state, top) pair, and each pop removes a symbol pushed by an earlier move

@@ -17,7 +17,8 @@ accepts when ``r_t = 0``).
 Controller (one-layer Elman, tanh). Controller states are ``c = (q, mode)``: ``mode`` is ``U`` (the
 memory holds the machine's whole store) or, for the one-operation stacks, ``H_X``: the machine's
 top ``X`` (or ⊥) is held in the controller and the memory holds the stack below it, so that
-replace (and, for Suzgun's stack, noop) needs one memory operation per step (rules in `_one_op`).
+replace (and, for Suzgun's stack, noop) needs one memory operation per step (rules in
+`realtime.one_op`).
 Hidden unit j stands for a triple (c, a, R): "the controller was in c, read a, and the memory
 reading was the code of R" (R = * when every possible reading acts alike). With ind(h) = (h+1)/2,
 
@@ -48,141 +49,23 @@ import torch
 from torch import nn
 
 from pdanet import limits
-from pdanet.automata.alphabet import EPSILON
 from pdanet.automata.dfa import DFA
-from pdanet.automata.pda import DPDA, PDA, DeterministicPushdown
+from pdanet.automata.pda import DPDA, PDA
 from pdanet.automata.pdt import DPDT
 from pdanet.automata.store import StoreTransducer
-from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact, register
+from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact
+from pdanet.constructions.table import register
+from pdanet.constructions.realtime import RealtimeTable, U, one_op, store_codes
+from pdanet.constructions.realtime import table as realtime_table
 from pdanet.constructions.stacks.superposition import superpose
-from pdanet.errors import AutomatonError, CompileError, InputError, UnboundedStackError
+from pdanet.errors import CompileError, InputError, UnboundedStackError
 
 MEMORIES = ("grefenstette", "joulin_mikolov", "suzgun")
 BETA = 64
 MARGIN = Fraction(1, 2)
-_U = 0  # mode U; mode 1 + g holds store symbol g (g = G holds ⊥)
-
-
-# --- the machine, as tables ---------------------------------------------------------------------
-@dataclass(frozen=True)
-class _View:
-    """A real-time deterministic machine as tables. ``trans[(p, a, x)] = (p2, out, pop_end,
-    push_end, y)`` with x, y store codes (x = G: empty store / ⊥), ends "top"/"bottom"/None."""
-
-    kind: str                 # store kind: "stack", "queue", "deque"
-    fields: str               # "pushdown", "store" or "dfa": which run_batch fields to decode
-    Q: int
-    q0: int
-    K: int
-    G: int
-    trans: dict
-    reads_top: tuple
-    output: str               # "accept" or "symbol"
-    accepting: tuple          # accepting mask (accept, final state)
-    empty_stack: bool
-    n_out: int
-    labels: dict
-
-
-def _view_pushdown(m: DeterministicPushdown) -> _View:
-    if not m.is_realtime:
-        eps = next(k for k in m.transitions if k[1] is EPSILON)
-        raise CompileError(
-            f"{m!r} has ε-transitions (e.g. {eps!r}); a real-time controller reads one symbol per "
-            "step. ε-moves need the buffered model of Hao et al. (2018) with input/output "
-            "queues (target 'buffered_stack_rnn'), or an equivalent real-time machine")
-    G = len(m.stack_alphabet)
-    trans = {}
-    is_pdt = isinstance(m, DPDT)
-    if is_pdt and m.output_kind != "symbol":
-        raise CompileError(f"{m!r} emits more than one symbol in a step; the real-time controller "
-                           "emits at most one symbol per step")
-    for key, value in m.transitions.items():
-        q, a, x = key
-        try:
-            op, y = m.op(key)
-        except AutomatonError as exc:
-            raise CompileError(
-                f"transition {key!r} is not noop/push/pop/replace ({exc}); `.normal_form()` "
-                "splits it but adds ε-moves, so compile that to the buffered target, or rewrite "
-                "the machine to push one symbol per step") from None
-        out = value[1] if is_pdt else ()
-        pe, ue = {"noop": (None, None), "push": (None, "top"), "pop": ("top", None),
-                  "replace": ("top", "top")}[op]
-        trans[(m.state_index(q), m.alphabet.index(a), m.stack_code(x))] = (
-            m.state_index(value[0]), m.output_alphabet.index(out[0]) if out else -1, pe, ue,
-            -1 if y is None else m.stack_code(y))
-    acc = tuple(q in m.accepting for q in m.states)
-    return _View("stack", "pushdown", len(m.states), m.state_index(m.start), len(m.alphabet), G,
-                 trans, (True,) * len(m.states), "symbol" if is_pdt else "accept", acc,
-                 (not is_pdt) and m.acceptance == "empty_stack",
-                 len(m.output_alphabet) if is_pdt else 0, {})
-
-
-def _view_dfa(m: DFA) -> _View:
-    if m.output_kind not in ("accept", "symbol"):
-        raise CompileError(f"{m!r} has output kind {m.output_kind!r}; the stack_rnn target "
-                           "compiles recognisers and Mealy machines")
-    trans = {}
-    for p in range(len(m.states)):
-        for a in range(len(m.alphabet)):
-            p2 = int(m.table[p, a])
-            if p2 >= 0:
-                out = int(m.out_table[p, a]) if m.output_kind == "symbol" else -1
-                trans[(p, a, 0)] = (p2, out, None, None, -1)
-    acc = tuple(q in m.accepting for q in m.states)
-    n_out = len(m.output_alphabet) if m.output_kind == "symbol" else 0
-    return _View("stack", "dfa", len(m.states), m.state_index(m.start), len(m.alphabet), 0,
-                 trans, (True,) * len(m.states), m.output_kind, acc, False, n_out, {})
-
-
-def _view_store(m: StoreTransducer) -> _View:
-    tab = m.tables
-    G = len(m.store_alphabet)
-    trans = {}
-    ends = {0: None, 1: "top", 2: "bottom"}
-    for p, a, x in zip(*np.nonzero(tab["next"] >= 0)):
-        i = (int(p), int(a), int(x))
-        trans[i] = (int(tab["next"][i]), int(tab["out"][i]), ends[int(tab["pop"][i])],
-                    ends[int(tab["push"][i])], int(tab["sym"][i]))
-    return _View(m.store, "store", len(m.states), m.state_index(m.start), len(m.alphabet), G,
-                 trans, tuple(bool(v) for v in tab["reads_top"]), "symbol",
-                 (False,) * len(m.states), False, len(m.output_alphabet), {})
 
 
 # --- the controller's transition table ----------------------------------------------------------
-def _one_op(memory: str, mode: int, G: int, R: int, move: tuple) -> tuple[int, str, int]:
-    """(new mode, memory op "push"/"pop"/"noop", pushed code) for a one-operation stack, from the
-    machine move (pop_end, push_end, y) in ``mode`` with reading R (the memory's top, G = empty).
-    Invariant: mode U — memory = machine stack; mode H_X — memory = machine stack minus its top X
-    (X = ⊥: both empty)."""
-    pe, ue, y = move
-    op = {(None, None): "noop", (None, "top"): "push", ("top", None): "pop",
-          ("top", "top"): "replace"}[(pe, ue)]
-    jm = memory == "joulin_mikolov"
-    if mode == _U:
-        X = R
-        if op == "noop":
-            return (_U, "noop", -1) if jm else (1 + X, "pop", -1)
-        if op == "replace":
-            return 1 + y, "pop", -1
-        if op == "push":
-            return _U, "push", y
-        return _U, "pop", -1
-    X = mode - 1
-    if op == "noop":
-        if jm:
-            return mode, "noop", -1
-        return (_U, "push", X) if X != G else (1 + G, "pop", -1)
-    if op == "replace":
-        return (1 + y, "noop", -1) if jm else (_U, "push", y)
-    if op == "push":
-        if X != G:
-            return 1 + y, "push", X
-        return (1 + y, "noop", -1) if jm else (_U, "push", y)
-    return (_U, "noop", -1) if jm else (1 + R, "pop", -1)
-
-
 @dataclass(frozen=True)
 class _Unit:
     c: int                 # controller state before
@@ -196,7 +79,7 @@ class _Unit:
 
 @dataclass(frozen=True)
 class _Plan:
-    view: _View
+    view: RealtimeTable
     memory: str
     modes: int             # 1 (U only) or G + 2
     c0: int
@@ -211,10 +94,10 @@ class _Plan:
         return c % self.modes
 
 
-def _plan(view: _View, memory: str) -> _Plan:
-    G, one_op = view.G, memory != "grefenstette"
-    modes = G + 2 if one_op else 1
-    if one_op:
+def _plan(view: RealtimeTable, memory: str) -> _Plan:
+    G, single = view.G, memory != "grefenstette"
+    modes = G + 2 if single else 1
+    if single:
         channels = ("push", "noop", "pop") if memory == "joulin_mikolov" else ("push", "pop")
     elif view.kind == "deque":
         channels = ("push_top", "pop_top", "push_bottom", "pop_bottom")
@@ -224,13 +107,13 @@ def _plan(view: _View, memory: str) -> _Plan:
 
     def result(c: int, a: int, R: int):
         p, mode = divmod(c, modes)
-        X = R if mode == _U else mode - 1
+        X = R if mode == U else mode - 1
         mv = view.trans.get((p, a, X))
         if mv is None:
             return None
         p2, out, pe, ue, y = mv
-        if one_op:
-            mode2, op, code = _one_op(memory, mode, G, R, (pe, ue, y))
+        if single:
+            mode2, op, code = one_op(memory, mode, G, R, (pe, ue, y))
             return (p2 * modes + mode2, tuple(int(ch == op) for ch in channels), (code,), out)
         if view.kind == "deque":
             act = (int(ue == "top"), int(pe == "top"), int(ue == "bottom"), int(pe == "bottom"))
@@ -293,19 +176,6 @@ def _plan(view: _View, memory: str) -> _Plan:
 
 
 # --- codes ---------------------------------------------------------------------------------------
-def _codes(G: int, code: str) -> np.ndarray:
-    """(G + 1, m) 0/1 codes of the store symbols, row G (empty / ⊥) all zero."""
-    if code == "one_hot":
-        return np.vstack([np.eye(max(G, 1), dtype=np.int64)[:G], np.zeros((1, max(G, 1)),
-                                                                           dtype=np.int64)])
-    if code != "binary":
-        raise InputError(f"code must be 'binary' or 'one_hot', got {code!r}")
-    width = max(1, int(np.ceil(np.log2(G + 1)))) if G > 0 else 1
-    values = np.arange(1, G + 1)
-    bits = (values[:, None] >> np.arange(width - 1, -1, -1)[None, :]) & 1
-    return np.vstack([bits, np.zeros((1, width), dtype=np.int64)]).astype(np.int64)
-
-
 # --- the memories, in place --------------------------------------------------------------------
 class _SymbolCodes:
     """Value vectors (…, m) → store symbol ids (float), thresholded at 1/2; −2 for no code."""
@@ -787,7 +657,7 @@ def _weights(plan: _Plan, codes: np.ndarray, linear: bool) -> tuple[dict, int]:
     else:
         def accepts(c: int) -> int:
             if v.empty_stack:
-                return int(plan.mode_of(c) in (_U, 1 + v.G))
+                return int(plan.mode_of(c) in (U, 1 + v.G))
             return int(v.accepting[plan.q_of(c)])
 
         out = np.array([[accepts(u.c2) for u in units]], dtype=np.int64)
@@ -904,7 +774,7 @@ def _window_decoder(plan: _Plan, codes: np.ndarray, H: int, linear: bool):
     return decode
 
 
-def _reader(view: _View):
+def _reader(view: RealtimeTable):
     if view.output == "accept":
         return lambda logits: np.asarray(logits)[..., 0] > 0
 
@@ -948,12 +818,7 @@ def compile_stack_rnn(machine, memory: str = "grefenstette", code: str = "binary
                            "size and holds no unbounded store")
     if controller not in ("auto", "elman", "linear"):
         raise InputError(f"controller must be 'auto', 'elman' or 'linear', got {controller!r}")
-    if isinstance(machine, StoreTransducer):
-        view = _view_store(machine)
-    elif isinstance(machine, DFA):
-        view = _view_dfa(machine)
-    else:
-        view = _view_pushdown(machine)
+    view = realtime_table(machine)
     if view.kind != "stack" and memory != "grefenstette":
         raise CompileError(f"{machine!r} has a {view.kind}; only memory='grefenstette' provides "
                            "a neural Queue and DeQue")
@@ -975,7 +840,7 @@ def compile_stack_rnn(machine, memory: str = "grefenstette", code: str = "binary
                            "memory reading; a linear controller does not suffice, use 'elman'")
     linear = controller == "linear" or (controller == "auto" and linear_ok)
     check_size(machine, plan, linear, code)
-    codes = _codes(view.G, code)
+    codes = store_codes(view.G, code)
     weights, H = _weights(plan, codes, linear)
     n_out = 1 if view.output == "accept" else view.n_out + 1
     module = StackRNN(view.K, H, codes.shape[1], view.kind, memory, plan.channels, n_out,
@@ -1048,4 +913,4 @@ for _memory in MEMORIES + ("baby_ntm",):
     register(PDA, "stack_rnn", _memory, default=(_memory == "grefenstette"))(_nondeterministic)
 
 
-__all__ = ["compile_stack_rnn", "StackRNN", "MEMORIES", "BETA"]
+__all__ = ["BETA", "MEMORIES", "StackRNN", "compile_stack_rnn"]

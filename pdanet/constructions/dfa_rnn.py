@@ -39,7 +39,8 @@ import sympy as sp
 import torch
 
 from pdanet.automata.dfa import DFA
-from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact, register
+from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact
+from pdanet.constructions.table import register
 from pdanet.constructions.modules import RecurrentNet
 from pdanet.constructions.second_order import SecondOrderRNN
 from pdanet.errors import CompileError

@@ -34,7 +34,8 @@ import torch
 
 from pdanet import limits
 from pdanet.automata.bounded import DyckKM
-from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact, register
+from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact
+from pdanet.constructions.table import register
 from pdanet.constructions.dyck_codes import CODES, SlotCode, binary
 from pdanet.constructions.modules import RecurrentNet
 from pdanet.errors import InputError

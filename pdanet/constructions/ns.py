@@ -37,7 +37,8 @@ from torch import nn
 from pdanet.automata import semiring as srm
 from pdanet.automata.pda import DPDA, PDA
 from pdanet.automata.weighted import WeightedPDA
-from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact, register
+from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact
+from pdanet.constructions.table import register
 from pdanet.constructions.stacks.ns import NondeterministicStack
 from pdanet.errors import CompileError, InputError
 

@@ -651,7 +651,7 @@ def min_scale(machine: Machine, construction: CompiledNetwork | str | tuple[str,
                                                    if k in ("eps", "chunk", "max_configs",
                                                             "progress")})
 
-    from pdanet.constructions.base import compile as compile_machine
+    from pdanet.constructions.table import compile as compile_machine
 
     if isinstance(construction, CompiledNetwork):
         check_pair(machine, construction)

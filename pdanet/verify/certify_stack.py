@@ -80,7 +80,9 @@ from pdanet.automata.dfa import DFA
 from pdanet.automata.pda import DPDA
 from pdanet.automata.pdt import DPDT
 from pdanet.constructions.base import CompiledNetwork
-from pdanet.constructions.controllers import _U, _codes, _one_op
+from pdanet.constructions.realtime import U as _U
+from pdanet.constructions.realtime import one_op as _one_op
+from pdanet.constructions.realtime import store_codes as _codes
 from pdanet.errors import CertificationError, InputError
 from pdanet.verify import intervals as iv
 from pdanet.verify.certificate import (
