@@ -54,10 +54,10 @@ from pdanet.automata.pda import DPDA, PDA
 from pdanet.automata.pdt import DPDT
 from pdanet.automata.store import StoreTransducer
 from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact
-from pdanet.constructions.table import register
 from pdanet.constructions.realtime import RealtimeTable, U, one_op, store_codes
 from pdanet.constructions.realtime import table as realtime_table
 from pdanet.constructions.stacks.superposition import superpose
+from pdanet.constructions.table import register
 from pdanet.errors import CompileError, InputError, UnboundedStackError
 
 MEMORIES = ("grefenstette", "joulin_mikolov", "suzgun")
@@ -359,6 +359,39 @@ class _Superposed(_Memory):
         return _pack(self.alive[:, :k, :self.live], self.sym[:, :k, :self.live], reverse=True)
 
 
+@dataclass(frozen=True)
+class ControllerBlocks:
+    """A `StackRNN`'s weights by meaning: ``embedding`` (K, K) the input code (one-hot; for a
+    linear controller (K, H), the controller state itself); ``weight_ih`` (H, K + r) on
+    [x_t; r_{t-1}], ``weight_hh`` (H, H), ``bias_ih``, ``bias_hh``: the Elman controller (None
+    when linear); ``h0``; ``actions_weight``/``actions_bias``: the memory's action channels
+    (`StackRNN.channels`); ``values_weight``/``values_bias``: the pushed vector(s);
+    ``out_h_weight``/``out_h_bias`` and ``out_r_weight``: logits = out_h(h_t) + out_r(r_t)."""
+
+    embedding: Any
+    h0: Any
+    actions_weight: Any
+    actions_bias: Any
+    values_weight: Any
+    values_bias: Any
+    out_h_weight: Any
+    out_h_bias: Any
+    out_r_weight: Any
+    weight_ih: Any = None
+    weight_hh: Any = None
+    bias_ih: Any = None
+    bias_hh: Any = None
+
+
+_CONTROLLER_KEYS = {"embedding": "embedding.weight", "h0": "h0",
+                    "actions_weight": "actions.weight", "actions_bias": "actions.bias",
+                    "values_weight": "values.weight", "values_bias": "values.bias",
+                    "out_h_weight": "out_h.weight", "out_h_bias": "out_h.bias",
+                    "out_r_weight": "out_r.weight", "weight_ih": "cell.weight_ih",
+                    "weight_hh": "cell.weight_hh", "bias_ih": "cell.bias_ih",
+                    "bias_hh": "cell.bias_hh"}
+
+
 # --- the module ----------------------------------------------------------------------------------
 class StackRNN(nn.Module):
     """Controller (Elman tanh, or linear) + a parameter-free memory. forward(ids (B, T), −1 padding)
@@ -393,6 +426,19 @@ class StackRNN(nn.Module):
             codes = np.vstack([np.eye(width, dtype=np.int64), np.zeros((1, width), np.int64)])
         self.codes = _SymbolCodes(codes)
         self._trace: list | None = None
+
+    def blocks(self, numpy: bool = False) -> ControllerBlocks:
+        """The weights by meaning: tensors, or with ``numpy`` float64 arrays (detached)."""
+        state = self.state_dict()
+        if numpy:
+            state = {k: v.detach().double().cpu().numpy() for k, v in state.items()}
+        return ControllerBlocks(**{f: state.get(k) for f, k in _CONTROLLER_KEYS.items()})
+
+    @staticmethod
+    def state_dict_of(blocks: ControllerBlocks) -> dict[str, Any]:
+        """The blocks keyed as the module's ``state_dict`` (None blocks left out)."""
+        return {k: getattr(blocks, f) for f, k in _CONTROLLER_KEYS.items()
+                if getattr(blocks, f) is not None}
 
     @torch.no_grad()
     def trace_actions(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

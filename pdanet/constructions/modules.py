@@ -11,11 +11,59 @@ own ``nn.RNN``/``nn.LSTM`` (``rnn.*`` keys are exactly PyTorch's).
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass, fields
+from typing import Any
 
 import torch
 from torch import nn
 
 from pdanet.errors import InputError
+
+
+@dataclass(frozen=True)
+class RecurrentBlocks:
+    """A `RecurrentNet`'s weights by meaning (PyTorch's gate order i, f, g, o for an LSTM):
+    ``embedding`` (K, input) the input code of each symbol; ``weight_ih`` (gates·H, input),
+    ``weight_hh`` (gates·H, H), ``bias_ih``, ``bias_hh`` (gates·H,): the recurrence; ``h0`` (and
+    ``c0``) the initial state; ``readout_weight`` (O or code, H), ``readout_bias``: the readout,
+    followed by ``out_weight`` (O, code), ``out_bias`` when it is factored through an output
+    code. Entries are whatever the caller asked for (tensors, float64 arrays, `ExactWeight`s)."""
+
+    embedding: Any
+    weight_ih: Any
+    weight_hh: Any
+    bias_ih: Any
+    bias_hh: Any
+    h0: Any
+    readout_weight: Any
+    readout_bias: Any
+    c0: Any = None
+    out_weight: Any = None
+    out_bias: Any = None
+
+    @property
+    def bias(self) -> Any:
+        """b_ih + b_hh: the recurrence's whole bias."""
+        return self.bias_ih + self.bias_hh
+
+
+# RecurrentBlocks field -> the module's state_dict key (only this module spells them)
+_KEYS = {"embedding": "embedding.weight", "weight_ih": "rnn.weight_ih_l0",
+         "weight_hh": "rnn.weight_hh_l0", "bias_ih": "rnn.bias_ih_l0", "bias_hh": "rnn.bias_hh_l0",
+         "h0": "h0", "c0": "c0", "readout_weight": "readout.weight", "readout_bias": "readout.bias",
+         "out_weight": "out_embedding.weight", "out_bias": "out_embedding.bias"}
+
+
+def recurrent_state_dict(blocks: RecurrentBlocks) -> dict[str, Any]:
+    """The blocks keyed as `RecurrentNet`'s ``state_dict`` (None blocks left out): what a
+    construction hands to `load_exact`."""
+    return {_KEYS[f.name]: getattr(blocks, f.name) for f in fields(blocks)
+            if getattr(blocks, f.name) is not None}
+
+
+def recurrent_blocks(state: dict[str, Any]) -> RecurrentBlocks:
+    """The inverse of `recurrent_state_dict`: a state dict (or exact weights) by meaning."""
+    return RecurrentBlocks(**{f: state.get(k) for f, k in _KEYS.items()})
 
 
 class RecurrentNet(nn.Module):
@@ -50,6 +98,13 @@ class RecurrentNet(nn.Module):
     def hidden_size(self) -> int:
         return self.rnn.hidden_size
 
+    def blocks(self, numpy: bool = False) -> RecurrentBlocks:
+        """The weights by meaning: tensors, or with ``numpy`` float64 arrays (detached)."""
+        state = self.state_dict()
+        if numpy:
+            state = {k: v.detach().double().cpu().numpy() for k, v in state.items()}
+        return recurrent_blocks(state)
+
     def initial_state(self, batch: int) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         h0 = self.h0.view(1, 1, -1).expand(1, batch, -1).contiguous()
         if self.cell == "rnn":
@@ -83,4 +138,4 @@ class RecurrentNet(nn.Module):
         return h2[0], c2[0]
 
 
-__all__ = ["RecurrentNet"]
+__all__ = ["RecurrentBlocks", "RecurrentNet", "recurrent_blocks", "recurrent_state_dict"]
