@@ -5,11 +5,11 @@ strings (``DyckKM.sample``, generated once, outside every timing):
 
 - ``bare``: the compiled network's own layers, as a user would run them: its ``nn.Embedding``,
   its ``nn.LSTM`` / ``nn.RNN`` (from its initial state) and its linear readout, no grad;
-- ``verify``: ``pn.verify(machine, net, strings=ids)`` on the same batch: the machine's batch
-  simulation, the network's forward pass with every hidden state the decoder reads (for the
-  LSTM: the cells c, where the stack lives, recomputed from the gates of nn.LSTM's own output),
-  decoding the full stack from every state, the readout, and the comparison of stack, depth
-  and allowed-next-symbol set at every step of every string;
+- ``verify``: ``pn.verify(machine, net, VerifyOptions(strings=ids, …))`` on the same batch: the
+  machine's batch simulation, the network's forward pass with every hidden state the decoder
+  reads (for the LSTM: the cells c, where the stack lives, recomputed from the gates of
+  nn.LSTM's own output), decoding the full stack from every state, the readout, and the
+  comparison of stack, depth and allowed-next-symbol set at every step of every string;
 - ``+ sampling``: the same with the strings drawn inside `verify` (its ``long`` phase).
 
 ratio = verify / bare.  Target: ≤ 1.5.  Rounds alternate bare and verify runs so that both see
@@ -30,6 +30,7 @@ import argparse
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -38,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout, no
 
 import pdanet as pn
 from pdanet.automata import dyck
-from pdanet.verify import verify
+from pdanet.verify import VerifyOptions, verify
 from pdanet.verify.strings import long_strings
 
 TARGET_RATIO = 1.5
@@ -98,6 +99,11 @@ def main() -> None:
             f"{'+ sampling ms':>15}{'ratio':>7}")
     print(head)
     print("-" * len(head))
+    # the given strings only, or busy strings drawn inside verify (the same batch shape)
+    on_given = VerifyOptions(max_length=None, samples=0, long_samples=0, strings=ids,
+                             batch_size=args.batch, overlap=overlap)
+    on_sampled = replace(on_given, strings=None, long_length=args.length,
+                         long_samples=args.batch)
     ratios = {}
     for target in args.targets.split(","):
         for method in args.methods.split(","):
@@ -105,14 +111,11 @@ def main() -> None:
             bare = bare_forward(net, tids)
 
             def given(net=net):
-                report = verify(machine, net, max_length=None, samples=0, long_samples=0,
-                                strings=ids, batch_size=args.batch, overlap=overlap)
+                report = verify(machine, net, on_given)
                 assert report.ok and report.steps_checked == int((lengths + 1).sum()), report
 
             def sampled(net=net):
-                report = verify(machine, net, max_length=None, samples=0,
-                                long_length=args.length, long_samples=args.batch,
-                                batch_size=args.batch, overlap=overlap)
+                report = verify(machine, net, on_sampled)
                 assert report.ok, report
 
             bare(), given()                                   # warm up

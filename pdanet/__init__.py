@@ -62,6 +62,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "initialize": ("pdanet.learning.init", "initialize"),
     "bounds": ("pdanet.verify.bounds", ""),
     "verify": ("pdanet.verify.lockstep", "verify"),
+    "VerifyOptions": ("pdanet.verify.lockstep", "VerifyOptions"),
     "certify": ("pdanet.verify.certificate", "certify"),
     "Certificate": ("pdanet.verify.certificate", "Certificate"),
 }
@@ -81,6 +82,7 @@ __all__ = [
     "Certificate",
     "CompiledNetwork",
     "DyckKM",
+    "VerifyOptions",
     "WeightedPDA",
     "WeightedPDT",
     "__version__",

@@ -555,9 +555,8 @@ def add_network_arguments(p: argparse.ArgumentParser, weights: bool = True) -> N
 
 def default_target(machine: Any) -> str:
     """The first of `TARGET_PREFERENCE` that the machine compiles to (else any it does)."""
-    from pdanet.constructions.table import _load_constructions, available
+    from pdanet.constructions.table import available
 
-    _load_constructions()
     targets = [t for t, _ in available(machine)]
     for t in TARGET_PREFERENCE:
         if t in targets:

@@ -38,27 +38,20 @@ def _figure(width: float, height: float):
 
 
 def unit_labels(net: Any) -> list[str]:
-    """A label per hidden unit: ``net.unit_labels`` when given; for the Dyck constructions the
-    stack slot (and, for Elman, the push copy P or pop copy Q) and the bit within the slot code;
-    otherwise ``h0, h1, …``."""
+    """A label per hidden unit: the network's ``abstraction.labels`` (`net.unit_labels`) when
+    there is one per unit (for the Dyck constructions the stack slot — and, for Elman, the push
+    copy P or pop copy Q — and the coordinate within the slot code), otherwise ``h0, h1, …``."""
     H = int(net.hidden_units)
     given = list(getattr(net, "unit_labels", ()) or ())
     if len(given) == H:
         return [str(x) for x in given]
-    d = (getattr(net, "info", {}) or {}).get("slot_width")
-    m = (getattr(net, "params", {}) or {}).get("m")
-    if d and m:
-        if H == m * d:
-            return [f"slot {s + 1}[{j}]" for s in range(m) for j in range(d)]
-        if H == 2 * m * d:
-            return [f"{c} slot {s + 1}[{j}]" for c in "PQ" for s in range(m) for j in range(d)]
     return [f"h{i}" for i in range(H)]
 
 
-def _groups(labels: Sequence[str]) -> list[int]:
-    """Row indices where a new group starts (group = label up to '[')."""
-    keys = [lab.split("[")[0] for lab in labels]
-    return [i for i in range(1, len(keys)) if keys[i] != keys[i - 1]]
+def _groups(net: Any) -> tuple[int, ...]:
+    """Row indices where a new group of units starts (`Abstraction.groups`)."""
+    abstraction = getattr(net, "abstraction", None)
+    return abstraction.groups() if abstraction is not None else ()
 
 
 @torch.no_grad()
@@ -72,12 +65,9 @@ def _trajectories(net: Any, ids: torch.Tensor) -> dict[str, np.ndarray]:
     states = states[0].double()
     out = {"h": states[:, :H].numpy()}
     if isinstance(module, RecurrentNet) and module.cell == "lstm":
-        rnn = module.rnn
         x = module.embedding(ids.clamp(min=0))[0].double()
         h = states[:, :H]
-        pre = (x @ rnn.weight_ih_l0.double().T + h[:-1] @ rnn.weight_hh_l0.double().T
-               + rnn.bias_ih_l0.double() + rnn.bias_hh_l0.double())
-        gi, gf, gg, go = pre.chunk(4, dim=-1)
+        gi, gf, gg, go = module.preactivations(x, h[:-1]).chunk(4, dim=-1)
         gates = {"i": torch.sigmoid(gi), "f": torch.sigmoid(gf), "g": torch.tanh(gg),
                  "o": torch.sigmoid(go)}
         if states.shape[1] >= 2 * H:
@@ -124,7 +114,7 @@ def trace_heatmap(net: Any, string: Any, gates: bool = True, max_units: int = 40
             im = ax.imshow(data, aspect="auto", cmap="RdBu_r", vmin=-lim, vmax=lim,
                            interpolation="nearest")
         fig.colorbar(im, ax=ax, fraction=0.03, pad=0.01)
-        for r in _groups(labels):
+        for r in _groups(net):
             ax.axhline(r - 0.5, color="black", linewidth=0.8)
         ax.set_yticks(range(H))
         ax.set_yticklabels(labels, fontsize=max(4, min(8, 300 // max(H, 1))))
@@ -143,11 +133,12 @@ def trace_heatmap(net: Any, string: Any, gates: bool = True, max_units: int = 40
 def _network_actions(net: Any, string: Any):
     """(actions, memory, symbols) of a compiled stack RNN (target "stack_rnn", Grefenstette stack
     or queue) run on one string: the push/pop strengths and pushed vectors its controller emits."""
+    from pdanet.constructions.abstraction import ControllerMemory
     from pdanet.constructions.stacks import NeuralQueue, NeuralStack, StackActions
 
-    module = net.module
-    if not hasattr(module, "trace_actions") or getattr(module, "memory", None) != "grefenstette" \
-            or module.store not in ("stack", "queue"):
+    module, abstraction = net.module, getattr(net, "abstraction", None)
+    if not (isinstance(abstraction, ControllerMemory) and abstraction.memory == "grefenstette"
+            and abstraction.store in ("stack", "queue") and hasattr(module, "trace_actions")):
         raise InputError(f"stack_trace draws a stack_rnn network with a Grefenstette stack or "
                          f"queue; got {getattr(net, 'construction', type(net).__name__)}")
     if string is None:
@@ -155,7 +146,7 @@ def _network_actions(net: Any, string: Any):
     symbols = list(net.machine.alphabet.split(string))
     ids, _ = net.encode([tuple(symbols)])
     act, value = module.trace_actions(ids)
-    memory = NeuralQueue() if module.store == "queue" else NeuralStack()
+    memory = NeuralQueue() if abstraction.store == "queue" else NeuralStack()
     return StackActions(act[..., 0], act[..., 1], value), memory, symbols
 
 
@@ -272,8 +263,11 @@ def readings_heatmap(net: Any, string: Any, exact: bool = True):
     """The reading of a compiled NS-RNN (``target="ns_rnn"``) after each prefix of `string`: one
     column per (state, top) pair that is ever read, one row per prefix; with ``exact`` a second
     panel shows the weighted PDA's own reading (Lang's algorithm) for comparison."""
-    if getattr(net, "target", None) != "ns_rnn":
-        raise InputError(f"readings_heatmap needs an ns_rnn network, got {getattr(net, 'target', net)!r}")
+    from pdanet.constructions.abstraction import NSChart
+
+    if not isinstance(getattr(net, "abstraction", None), NSChart):
+        raise InputError(f"readings_heatmap needs an ns_rnn network, got "
+                         f"{getattr(net, 'construction', net)!r}")
     machine = net.machine
     ids, _ = net.encode([string])
     states, _ = net.forward(ids)

@@ -37,9 +37,7 @@ def fake_net(machine, target, method, bound, units, scale=3):
 
 @pytest.fixture
 def registry(monkeypatch):
-    """A private copy of the construction registry with fake constructions in it (the real
-    constructions are registered first, so none of them registers into the copy only)."""
-    base._load_constructions()
+    """A private copy of the construction table with fake constructions added to it."""
     monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
     monkeypatch.setattr(base, "_DEFAULT_METHOD", dict(base._DEFAULT_METHOD))
     bound = 3 * M * sp.ceiling(sp.log(K, 2)) - M

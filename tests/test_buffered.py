@@ -10,8 +10,11 @@ from hypothesis import strategies as st
 import pdanet as pn
 from pdanet.automata.alphabet import BOTTOM, EPSILON
 from pdanet.automata.pdt import DPDT
-from pdanet.constructions.buffered import output_sequences, verify_transduction
+from pdanet.constructions.abstraction import BufferedController
+from pdanet.constructions.buffered import output_sequences
+from pdanet.constructions.stacks import NeuralStack
 from pdanet.errors import CompileError
+from pdanet.verify.transduction import verify_transduction
 
 
 def _reversal_eps():
@@ -29,6 +32,18 @@ def test_reversal_eps_outputs_and_stacks_agree():
     seq = verify_transduction(m, net, max_length=8, samples=100, sample_lengths=(0, 100))
     assert seq.ok, seq.counterexample
     assert seq.strings_checked > 100
+
+
+def test_abstraction_names_input_epsilon_and_idle_units():
+    net = pn.compile(_reversal_eps(), target="buffered_stack_rnn")
+    ab = net.abstraction
+    assert isinstance(ab, BufferedController) and ab.start == 0 and not ab.linear
+    assert isinstance(net.module.store, NeuralStack) and ab.memory == net.module.store.name
+    assert len(ab.labels) == net.hidden_units == len(ab.units) + 1
+    kinds = {u.a for u in ab.units}
+    assert -1 in kinds and -2 in kinds and any(a >= 0 for a in kinds)   # ε, ⊣ and input units
+    assert all(lab.split("·")[1] == {-1: "ε", -2: "⊣"}.get(u.a, str(u.a))
+               for lab, u in zip(ab.labels[1:], ab.units))
 
 
 def test_output_sequence_equals_transduce_and_reference():

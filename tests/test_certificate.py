@@ -126,3 +126,31 @@ def test_certify_min_scale_attribute_and_json():
     data = json.loads(cert.to_json())
     assert data["ok"] is True and data["all_lengths"] is True and data["cases"] > 0
     assert "CERTIFIED for every length" in str(cert)
+
+
+def test_family_is_chosen_by_the_abstraction_type():
+    """`certify` dispatches on the type of `net.abstraction` (MRO), not on target strings; a
+    network no family certifies is refused with its abstraction named."""
+    from pdanet.constructions.abstraction import (
+        BufferedController,
+        ControllerMemory,
+        DyckSlots,
+        NSChart,
+        RecurrentUnits,
+    )
+    from pdanet.errors import CertificationError
+    from pdanet.verify.certify import FAMILIES, family
+
+    assert FAMILIES[RecurrentUnits] == "box" and FAMILIES[DyckSlots] == "dyck"
+    assert FAMILIES[ControllerMemory] == "stack" and FAMILIES[NSChart] == "ns"
+    assert FAMILIES[BufferedController] is None
+    parity = pn.tasks.get("parity")
+    assert family(pn.compile(parity, target="elman")) == "box"
+    assert family(pn.compile(pn.tasks.dyck(2, 2), target="lstm")) == "dyck"
+    second = pn.compile(parity, target="second_order")
+    with pytest.raises(CertificationError, match="SteppedUnits.*pn.verify"):
+        certify(parity, second)
+    m = pn.tasks.get("reversal")
+    buffered = pn.compile(m, target="buffered_stack_rnn")
+    with pytest.raises(CertificationError, match="BufferedController"):
+        certify(m, buffered)

@@ -196,17 +196,16 @@ def test_exact_sum_lemma():
 
 
 def test_invariant_check_rejects_a_wrong_memory_op(monkeypatch):
-    import importlib
-
-    from pdanet.verify.certify_stack import _Move
+    from pdanet.constructions.stacks import NeuralStack
+    from pdanet.verify.certify import stack
+    from pdanet.verify.certify.stack import Move
 
     G = 3
-    mv = _Move(p2=0, out=-1, op="push", y=1)
-    ok = _step_invariant("grefenstette", G, 0, 2, mv)
+    mv = Move(p2=0, out=-1, pop_end=None, push_end="top", y=1)   # a push of store code 1
+    ok = _step_invariant(NeuralStack(), G, 0, 2, mv)
     assert not isinstance(ok, str) and ok[1] == "push" and ok[3][-1] == 1
-    cs = importlib.import_module("pdanet.verify.certify_stack")
-    monkeypatch.setattr(cs, "_memory_op", lambda memory, G, mode, R, mv: (0, "noop", -1))
-    assert isinstance(_step_invariant("grefenstette", G, 0, 2, mv), str)
+    monkeypatch.setattr(stack, "_memory_op", lambda store, G, mode, R, mv: (0, "noop", -1))
+    assert isinstance(_step_invariant(NeuralStack(), G, 0, 2, mv), str)
 
 
 def test_ns_rnn_length_bound_on_marked_reversal():
@@ -216,7 +215,7 @@ def test_ns_rnn_length_bound_on_marked_reversal():
     assert cert.ok and not cert.all_lengths and cert.max_length is not None
     n = cert.max_length
     wpda = net.machine
-    L = net.info["neg"]
+    L = net.abstraction.neg
     assert error_bound(wpda, n, L) <= 1e-5
     assert any("length-free bound is not possible" in note for note in cert.notes)
     # the bound is a function of length: a larger L certifies longer strings, a smaller fewer

@@ -14,6 +14,15 @@ from pdanet.automata.alphabet import BOTTOM, EPSILON
 from pdanet.automata.pda import DPDA, PDA
 from pdanet.automata.pdt import DPDT
 from pdanet.automata.store import BLANK, bigram_flip, sequence_copy, sequence_reversal
+from pdanet.constructions.abstraction import ControllerMemory, ControllerUnit
+from pdanet.constructions.stacks import (
+    NeuralDeQue,
+    NeuralQueue,
+    NeuralStack,
+    SuperpositionStack,
+    SuzgunStack,
+    check_store,
+)
 from pdanet.errors import CompileError, UnboundedStackError
 
 STACK_MEMORIES = ("grefenstette", "joulin_mikolov", "suzgun")
@@ -51,6 +60,37 @@ def test_compiles_and_verifies(name, machine, memory):
     info = net.info
     assert info["hidden_units"] == net.hidden_units <= net.bound_value
     assert info["num_states"] >= 1 and info["num_inputs"] == len(machine.alphabet)
+
+
+@pytest.mark.parametrize("machine, memory, cls", [
+    (pn.tasks.get("dyck2"), "grefenstette", NeuralStack),
+    (pn.tasks.get("dyck2"), "joulin_mikolov", SuperpositionStack),
+    (pn.tasks.get("dyck2"), "suzgun", SuzgunStack),
+    (sequence_copy(3), "grefenstette", NeuralQueue),
+    (sequence_copy(3, "deque"), "grefenstette", NeuralDeQue)],
+    ids=["stack", "joulin_mikolov", "suzgun", "queue", "deque"])
+def test_the_network_runs_the_public_store(machine, memory, cls):
+    """The compiled module holds the public store object; its typed abstraction names every
+    controller unit as (c, a, R, c2)."""
+    net = pn.compile(machine, target="stack_rnn", method=memory)
+    store = net.module.store
+    assert type(store) is cls and store.name == memory
+    assert net.module.channels == store.channels
+    ab = net.abstraction
+    assert isinstance(ab, ControllerMemory) and ab.memory == memory and ab.store == store.kind
+    assert len(ab.labels) == net.hidden_units == len(ab.units) + (ab.start is not None)
+    assert all(isinstance(u, ControllerUnit) for u in ab.units)
+    assert np.array_equal(ab.codes, net.module.codes.codes)
+    assert check_store(store, ab.codes, net.dtype, steps=2) is None
+
+
+def test_depth_goes_to_stores_of_fixed_size_only():
+    m = pn.tasks.get("parity")
+    with pytest.raises(pn.errors.InputError, match="depth"):
+        pn.compile(m, target="stack_rnn", method="grefenstette", depth=3)
+    for memory in ("joulin_mikolov", "suzgun"):
+        net = pn.compile(m, target="stack_rnn", method=memory, depth=3)
+        assert net.module.depth == net.module.store.depth == 3
 
 
 def test_store_fields_are_compared_for_store_transducers():

@@ -146,21 +146,16 @@ def test_module_lstm_step_lies_in_the_enclosure():
     c0 = torch.tensor(rng.uniform(-2, 2, (1, 64, H)), dtype=torch.float32)
     with torch.no_grad():
         out, (_, c1) = lstm(x, (h0, c0))
+    f32 = torch.float32
     for model in iv.KERNEL_MODELS:
-        previous = iv.set_kernel_model(model)
-        try:
-            inp = iv.Interval.point(np.concatenate([x[:, 0].double().numpy(),
-                                                    h0[0].double().numpy()], 1))
-            Wcat = np.concatenate([W["weight_ih_l0"], W["weight_hh_l0"]], 1)
-            z = iv.affine(Wcat, inp, W["bias_ih_l0"] + W["bias_hh_l0"], torch.float32,
-                          extra_terms=1)
-            zi, zf, zg, zo = (z[:, k * H:(k + 1) * H] for k in range(4))
-            cell = iv.lstm_cell(iv.sigmoid(zf, torch.float32), iv.Interval.point(c0[0].double().numpy()),
-                                iv.sigmoid(zi, torch.float32), iv.tanh(zg, torch.float32),
-                                torch.float32)
-            h = iv.mul(iv.sigmoid(zo, torch.float32), iv.tanh(cell, torch.float32), torch.float32)
-        finally:
-            iv.set_kernel_model(previous)
+        inp = iv.Interval.point(np.concatenate([x[:, 0].double().numpy(),
+                                                h0[0].double().numpy()], 1))
+        Wcat = np.concatenate([W["weight_ih_l0"], W["weight_hh_l0"]], 1)
+        z = iv.affine(Wcat, inp, W["bias_ih_l0"] + W["bias_hh_l0"], f32, extra_terms=1)
+        zi, zf, zg, zo = (z[:, k * H:(k + 1) * H] for k in range(4))
+        cell = iv.lstm_cell(iv.sigmoid(zf, f32, model), iv.Interval.point(c0[0].double().numpy()),
+                            iv.sigmoid(zi, f32, model), iv.tanh(zg, f32, model), f32)
+        h = iv.mul(iv.sigmoid(zo, f32, model), iv.tanh(cell, f32, model), f32)
         assert cell.contains(c1[0].double().numpy()).all(), model
         assert h.contains(out[:, 0].double().numpy()).all(), model
 
@@ -179,11 +174,8 @@ def test_saturation_thresholds_hold_for_every_kernel():
     below = torch.tensor([np.nextafter(np.float32(sat.sigmoid), np.float32(0))])
     assert (torch.sigmoid(below) < 1).any() or (iv._layer_probe("sigmoid", below) < 1).any()
     # the saturating model uses them: a gate beyond the threshold is exactly 1
-    previous = iv.set_kernel_model("saturating")
-    try:
-        s = iv.sigmoid(iv.Interval(np.array([sat.sigmoid]), np.array([50.0])), torch.float32)
-    finally:
-        iv.set_kernel_model(previous)
+    s = iv.sigmoid(iv.Interval(np.array([sat.sigmoid]), np.array([50.0])), torch.float32,
+                   kernel="saturating")
     assert s.lo[0] == 1.0 and s.hi[0] == 1.0
 
 
@@ -192,11 +184,7 @@ def test_results_flushed_to_zero_are_enclosed():
     z = np.array([-90.0, -88.0, -100.0])
     got = torch.sigmoid(torch.tensor(z, dtype=torch.float32)).double().numpy()
     for model in iv.KERNEL_MODELS:
-        previous = iv.set_kernel_model(model)
-        try:
-            assert iv.sigmoid(iv.Interval.point(z), torch.float32).contains(got).all(), model
-        finally:
-            iv.set_kernel_model(previous)
+        assert iv.sigmoid(iv.Interval.point(z), torch.float32, model).contains(got).all(), model
 
 
 # --- the exact-saturation scan: chunked, exhaustive, cached --------------------------------------
@@ -355,14 +343,12 @@ def test_saturation_is_relied_on_only_up_to_what_was_checked(cache, monkeypatch)
     monkeypatch.setattr(iv, "_scan", fake)
     big = iv._upto_bits(1e6)
     answer[big] = big + 1                                           # the float 2^20 fails
-    previous = iv.set_kernel_model("saturating")
-    try:
-        inside = iv.sigmoid(iv.Interval(np.array([20.0]), np.array([100.0])), torch.float32)
-        t = iv.tanh(iv.Interval(np.array([10.0]), np.array([100.0])), torch.float32)
-        beyond = iv.sigmoid(iv.Interval(np.array([20.0]), np.array([1e6])), torch.float32)
-        t_beyond = iv.tanh(iv.Interval(np.array([-1e6]), np.array([-10.0])), torch.float32)
-    finally:
-        iv.set_kernel_model(previous)
+    sat = functools.partial(iv.sigmoid, dtype=torch.float32, kernel="saturating")
+    th = functools.partial(iv.tanh, dtype=torch.float32, kernel="saturating")
+    inside = sat(iv.Interval(np.array([20.0]), np.array([100.0])))
+    t = th(iv.Interval(np.array([10.0]), np.array([100.0])))
+    beyond = sat(iv.Interval(np.array([20.0]), np.array([1e6])))
+    t_beyond = th(iv.Interval(np.array([-1e6]), np.array([-10.0])))
     assert inside.lo[0] == inside.hi[0] == 1.0 and t.lo[0] == t.hi[0] == 1.0
     assert beyond.lo[0] < 1.0 and t_beyond.hi[0] > -1.0          # the ulp enclosures
     assert iv.saturation(torch.float32).sigmoid == math.inf         # nothing saturates to 2^20
@@ -371,9 +357,15 @@ def test_saturation_is_relied_on_only_up_to_what_was_checked(cache, monkeypatch)
 def test_float64_claims_no_exact_saturation():
     sat = iv.saturation(torch.float64)
     assert sat.sigmoid == sat.tanh == math.inf and sat.upto == 0.0
-    previous = iv.set_kernel_model("saturating")
-    try:
-        s = iv.sigmoid(iv.Interval.point(np.array([60.0])), torch.float64)
-    finally:
-        iv.set_kernel_model(previous)
+    s = iv.sigmoid(iv.Interval.point(np.array([60.0])), torch.float64, kernel="saturating")
     assert s.lo[0] < 1.0
+
+
+def test_kernel_model_is_a_value():
+    """The kernel model is an argument of tanh/sigmoid, not module state."""
+    assert not hasattr(iv, "set_kernel_model") and not hasattr(iv, "_kernel_model")
+    z = iv.Interval.point(np.array([60.0]))
+    assert iv.sigmoid(z, torch.float32, "saturating").lo[0] == 1.0
+    assert iv.sigmoid(z, torch.float32).lo[0] < 1.0                 # the default: ulp
+    with pytest.raises(ValueError, match="kernel model"):
+        iv.tanh(z, torch.float32, kernel="exact")

@@ -22,10 +22,12 @@ from pdanet.constructions.stacks import (
     NeuralStack,
     OutputBuffer,
     StackActions,
+    Store,
     SuperpositionActions,
     SuperpositionStack,
     SuzgunActions,
     SuzgunStack,
+    check_store,
 )
 from pdanet.constructions.stacks import reference as ref
 from pdanet.errors import InputError
@@ -342,6 +344,84 @@ def test_output_buffer_step_equals_scan():
     for t in range(4):
         state = ob.step(state, ys[:, t], o[:, t])
     torch.testing.assert_close(ob.drain(state, 4), ob(ys, o, 4))
+
+
+# --- the Store protocol: one class for users and compiled controllers ----------------------------
+
+STORES = (NeuralStack(), NeuralQueue(), NeuralDeQue(), SuperpositionStack(), SuperpositionStack(2),
+          SuzgunStack(), SuzgunStack(2))
+CODES = [[0, 1], [1, 0], [1, 1], [0, 0]]          # three symbols and the empty code (row G)
+
+
+@pytest.mark.parametrize("store", STORES, ids=lambda s: f"{type(s).__name__}({s.depth})")
+@pytest.mark.parametrize("dtype", [torch.float32, F64])
+def test_every_store_run_is_its_discrete_semantics(store, dtype):
+    """Lemma 2: on every saturated op sequence the in-place run reads and holds, bit for bit,
+    what `apply` says."""
+    assert isinstance(store, Store)
+    assert check_store(store, CODES, dtype, steps=3) is None
+
+
+def test_check_store_names_a_mismatch():
+    wrong = [[0, 0], [1, 0], [1, 1], [0, 1]]      # symbol 0 codes as the empty reading
+    msg = check_store(NeuralStack(), wrong, torch.float32, steps=2)
+    assert msg is not None and "NeuralStack" in msg
+
+
+def test_actions_and_apply_are_the_op_encoding():
+    assert NeuralStack().actions("replace") == (1, 1)
+    assert NeuralQueue().apply((1, 2), "replace", 3) == (2, 3)          # dequeue front, enqueue
+    assert NeuralDeQue().actions("pop_bottom") == (0, 0, 0, 1)
+    assert NeuralDeQue().apply((1, 2), "push_bottom", 0) == (0, 1, 2)
+    assert SuperpositionStack().actions("noop") == (0, 1, 0)
+    assert SuperpositionStack().apply((1,), "replace", 2) is None       # two steps on this stack
+    assert SuzgunStack(2).apply((1, 2), "push", 0) == (2, 0)            # the bottom falls off
+    assert SuzgunStack().apply((), "pop", -1) == ()
+    with pytest.raises(InputError, match="noop"):
+        SuzgunStack().actions("noop")
+
+
+def _run_readings(store, act, value, codes):
+    B, T = act.shape[:2]
+    run = store.run(B, T, value, codes)
+    out = []
+    for t in range(T):
+        out.append(run.step(act[:, t], value[:, t]))
+        if run.k == run.BLOCK:
+            run.flush()
+    return torch.stack(out, 1)
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**31 - 1), T=st.integers(1, 40))
+def test_run_and_scan_are_one_implementation(seed, T):
+    """Unsaturated actions: the in-place run gives the public `scan`'s readings and gradients."""
+    gen = torch.Generator().manual_seed(seed)
+    B, m = 3, 2
+    codes = [[1, 0], [0, 1], [0, 0]]
+    for store in (NeuralStack(), NeuralQueue(), NeuralDeQue(), SuperpositionStack(),
+                  SuzgunStack()):
+        C = len(store.channels)
+        act = torch.rand(B, T, C, dtype=F64, generator=gen)
+        if store.name != "grefenstette":
+            act = torch.softmax(3 * act, -1)
+        value = torch.randn(B, T, store.slots * m, dtype=F64, generator=gen)
+        act, value = leaves(act, value)
+        if isinstance(store, NeuralDeQue):
+            want = torch.cat(store.scan(DequeActions(
+                act[..., 0], act[..., 1], value[..., :m], act[..., 2], act[..., 3],
+                value[..., m:]))[1], -1)
+        elif store.name == "grefenstette":
+            want = store.scan(StackActions(act[..., 0], act[..., 1], value))[1]
+        else:
+            want = store.scan(type(store)._actions(act, value))[1]
+        got = _run_readings(store, act, value, codes)
+        torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-9)
+        probe = torch.randn(got.shape, dtype=F64, generator=gen)
+        g = torch.autograd.grad((got * probe).sum(), [act, value])
+        w = torch.autograd.grad((want * probe).sum(), [act, value])
+        for x, y in zip(g, w):
+            torch.testing.assert_close(x, y, rtol=1e-9, atol=1e-9)
 
 
 # --- errors --------------------------------------------------------------------------------------

@@ -70,9 +70,9 @@ def _corrupt(net, name: str, index: tuple, value: float):
 def test_corrupted_recurrent_weight_names_the_unit():
     machine = DyckKM(3, 2)
     net = pn.compile(machine, target="elman", method="hewitt")
-    layout = net.info["layout"]
-    unit = int(layout["units"][0, 1, 0])      # P, slot 2 from the top, coordinate 0
-    src = int(layout["units"][0, 0, 0])       # it copies P, slot 1, coordinate 0
+    units = net.abstraction.units
+    unit = int(units[0, 1, 0])                # P, slot 2 from the top, coordinate 0
+    src = int(units[0, 0, 0])                 # it copies P, slot 1, coordinate 0
     bad = _corrupt(net, "rnn.weight_hh_l0", (unit, src), 0.0)
     cert = certify_structural(machine, bad)
     assert not cert.ok
@@ -85,7 +85,7 @@ def test_corrupted_lstm_gate_names_the_unit():
     machine = DyckKM(4, 3)
     net = pn.compile(machine, target="lstm", method="compact")
     H = net.hidden_units
-    unit = int(net.info["layout"]["units"][1, 0])   # slot 2 from the bottom, coordinate 0
+    unit = int(net.abstraction.units[1, 0])   # slot 2 from the bottom, coordinate 0
     bad = _corrupt(net, "rnn.bias_ih_l0", (H + unit,), 0.0)   # its forget gate's bias
     cert = certify_structural(machine, bad)
     assert not cert.ok and cert.failing.kind == "step"

@@ -62,6 +62,22 @@ def test_registry_lists_every_task_and_each_case_is_tested():
         T.get("nope")
 
 
+def test_registry_is_one_explicit_list_of_tasks_from_the_paper_modules():
+    from pdanet.automata.tasks import registry
+
+    listed = [t.name for t in registry.TASKS]
+    assert len(set(listed)) == len(listed) and sorted(listed) == T.names()
+    papers = {"hao2018", "grefenstette2015", "suzgun2019", "dusell2021", "hewitt2020", "folklore"}
+    for t in registry.TASKS:
+        assert T.task(t.name) is t
+        for f in (t.machine_factory, t.sampler, t.reference, t.grammar):
+            if f is None:
+                continue
+            module = getattr(f, "func", f).__module__.rsplit(".", 1)
+            assert module[0] == "pdanet.automata.tasks", (t.name, f)
+            assert module[1] in papers | {"sampling"}, (t.name, f)
+
+
 def perturb(s: tuple, symbols: tuple, rng: np.random.Generator) -> list[tuple]:
     """Substitute, delete, insert and swap at random positions."""
     out = []

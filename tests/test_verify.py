@@ -596,7 +596,7 @@ def test_default_samples_go_beyond_the_exhaustive_phase():
 def test_verify_accepts_the_machine_an_ns_rnn_was_compiled_from():
     m = pn.tasks.get("marked_reversal")
     net = pn.compile(m, target="ns_rnn")
-    assert net.machine != m and net.info["compiled_from"] is m
+    assert net.machine != m and net.compiled_from is m
     report = verify(m, net, max_length=4, samples=10, long_samples=0)
     assert report.ok and "reading" in report.fields
     with pytest.raises(VerificationError, match="compiled for .*converted from"):
@@ -614,3 +614,53 @@ def test_verify_reports_nan_weights_as_a_disagreement(target, method):
             dict(net.module.named_parameters())[name].view(-1)[0] = float("nan")
         report = pn.verify(m, net, max_length=4, samples=0, long_samples=0)
         assert not report.ok, name
+
+
+# --- options as one value ---------------------------------------------------------------------------
+
+def test_options_value_and_keyword_overrides():
+    from pdanet.verify import VerifyOptions
+
+    machine = dyck(2, 2)
+    net = lookup_net(machine)
+    opts = VerifyOptions(max_length=4, samples=10, long_length=30, long_samples=2, seed=3)
+    by_value = verify(machine, net, opts)
+    by_keywords = verify(machine, net, max_length=4, samples=10, long_length=30, long_samples=2,
+                         seed=3)
+    assert by_value.ok and by_value.strings_checked == by_keywords.strings_checked
+    assert by_value.steps_checked == by_keywords.steps_checked
+    shorter = verify(machine, net, opts, long_samples=0)        # an override replaces one field
+    assert [p.name for p in shorter.phases] == ["exhaustive", "random"]
+    assert opts.long_samples == 2
+    assert VerifyOptions.of(opts, long_samples=0) == dataclasses.replace(opts, long_samples=0)
+    assert VerifyOptions(sample_lengths=5).sample_lengths == (5, 5)
+    assert VerifyOptions(dtype="float64").dtype == torch.float64
+    ids = np.zeros((2, 3), dtype=np.int64)
+    assert VerifyOptions(strings=ids) == VerifyOptions(strings=ids.copy())
+    assert hash(VerifyOptions(strings=["()", "[]"])) == hash(VerifyOptions(strings=("()", "[]")))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        opts.samples = 0
+
+
+@pytest.mark.parametrize("field, value", [
+    ("max_length", -1), ("max_length", 2.5), ("samples", -1), ("samples", True),
+    ("long_length", -5), ("long_samples", "4"), ("batch_size", 0), ("max_strings", 0),
+    ("max_batch_steps", 0), ("busy", 1.5), ("busy", float("nan")), ("rtol", -1e-3),
+    ("atol", float("nan")), ("seed", -1), ("seed", "x"), ("progress", "yes"), ("overlap", 1),
+    ("sample_lengths", (5, 2)), ("sample_lengths", "ab"), ("dtype", "int64"), ("strings", "ab"),
+])
+def test_options_name_the_bad_field(field, value):
+    from pdanet.verify import VerifyOptions
+
+    with pytest.raises(InputError, match=field):
+        VerifyOptions(**{field: value})
+    with pytest.raises(InputError, match=field):       # an override is validated the same way
+        verify(dyck(2, 2), lookup_net(dyck(2, 2)), **{field: value})
+
+
+def test_options_refuse_unknown_names_and_positional_settings():
+    machine = dyck(2, 2)
+    with pytest.raises(InputError, match="no option.*max_len.*it takes: max_length"):
+        verify(machine, lookup_net(machine), max_len=3)
+    with pytest.raises(InputError, match="VerifyOptions"):
+        verify(machine, lookup_net(machine), 3)

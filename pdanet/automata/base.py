@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import functools
 from abc import ABC, abstractmethod
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
+from pdanet.automata import spec
 from pdanet.automata.alphabet import Alphabet
 from pdanet.errors import AutomatonError, FrozenMachineError, InputError
 
@@ -150,6 +152,8 @@ class Machine(Frozen, ABC):
     # True when every `run_batch` field has the same shape past (B, T+1) for any batch (bounded
     # stores, finite state): the verifier may then compare a batch in parts
     fixed_width_fields: bool = False
+    # the machine's kind in the JSON file format (`pdanet.automata.spec.KINDS`); None: no format
+    file_kind: str | None = None
 
     # --- the protocol -------------------------------------------------------------------------
     @abstractmethod
@@ -210,9 +214,7 @@ class Machine(Frozen, ABC):
 
     def save(self, path: str) -> None:
         """Write the machine to a JSON spec file (format: docs/spec-format.md)."""
-        from pdanet.automata.io import save
-
-        save(self, path)
+        spec.save(self, path, self.file_kind)
 
     def encode(self, strings: Sequence) -> tuple[np.ndarray, np.ndarray]:
         """Symbol indices of a batch of strings, padded with -1, and their lengths."""
@@ -302,5 +304,14 @@ def hold_after_length(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.take_along_axis(values, np.broadcast_to(gather, idx.shape + values.shape[2:]), axis=1)
 
 
-__all__ = ["Frozen", "Machine", "Step", "BatchTrace", "OUTPUT_KINDS", "StateIndexed", "hold_after_length",
-           "index_states", "short_name"]
+__all__ = [
+    "OUTPUT_KINDS",
+    "BatchTrace",
+    "Frozen",
+    "Machine",
+    "StateIndexed",
+    "Step",
+    "hold_after_length",
+    "index_states",
+    "short_name",
+]

@@ -1,5 +1,7 @@
 """Depth-bounded stack automata: the Dyck-(k, m) generator of Hewitt et al. (2020), and
-`BoundedPDA`, a deterministic pushdown machine restricted to stack depth ≤ m.
+`BoundedPDA`, a deterministic pushdown machine restricted to stack depth ≤ m (defined with the
+deterministic pushdown machines in `pdanet.automata.pda`, whose ``bounded`` builds it; re-exported
+here).
 
 Dyck-(k, m) is the language of well-nested strings over k bracket types whose nesting depth never
 exceeds m. The machine is a *generator*: after each prefix its output is the set of allowed next
@@ -13,9 +15,8 @@ Stacks are written bottom first; the top is the last element. Nothing here enume
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
@@ -24,9 +25,9 @@ import numpy as np
 from pdanet import limits
 from pdanet.automata.alphabet import Alphabet
 from pdanet.automata.base import BatchTrace, Machine
-from pdanet.automata.dfa import DFA
 from pdanet.automata.lazy import LAZY_ABOVE, BracketAlphabet, BracketSymbols, NextSet, bracket
-from pdanet.errors import CompileError, InputError, SearchBoundError
+from pdanet.automata.pda import BoundedPDA
+from pdanet.errors import InputError
 
 _PAIRS = ("()", "[]", "{}", "<>")
 END = "$"  # the same as pdanet.automata.lazy.END
@@ -60,6 +61,7 @@ class DyckKM(Machine):
     """
 
     output_kind = "next_set"
+    file_kind = "dyck"
     fixed_width_fields = True                       # stack fields are (B, T+1, m)
 
     def __init__(self, k: int, m: int):
@@ -330,160 +332,4 @@ def dyck(k: int, m: int) -> DyckKM:
     return DyckKM(k, m)
 
 
-# --- depth-bounded deterministic pushdown machines ------------------------------------------------
-class BoundedPDA(Machine):
-    """A `DPDA` or `DPDT` restricted to stack depth ≤ m: a finite-state machine.
-
-    It behaves exactly like the underlying machine (same configurations, outputs and batch fields)
-    on every prefix whose closure-end configurations all have depth ≤ m (depth = symbols above
-    BOTTOM, as in `depth_profile`; ε-moves inside a step may go deeper in between). The first
-    configuration deeper than m is replaced by the dead one, which rejects every extension.
-
-    The explicit automaton is built only by `to_dfa` (breadth-first search over the reachable
-    live configurations, which become the DFA's states); construction costs nothing.
-    """
-
-    def __init__(self, machine: Machine, m: int):
-        from pdanet.automata.pda import PDA, DeterministicPushdown
-
-        if isinstance(machine, PDA):
-            raise CompileError(
-                f"{machine!r} is nondeterministic: `bounded` needs a DPDA or DPDT. Compile the "
-                "PDA to the nondeterministic stack target (DuSell & Chiang's NS-RNN) instead, or "
-                "give an equivalent deterministic machine"
-            )
-        if not isinstance(machine, DeterministicPushdown):
-            raise InputError(f"bounded() takes a DPDA or DPDT, got {type(machine).__name__}")
-        if not isinstance(m, (int, np.integer)) or isinstance(m, bool) or m < 1:
-            raise InputError(f"the depth bound must be an integer m ≥ 1, got m={m!r}")
-        self.machine = machine
-        self.m = int(m)
-        self.alphabet = machine.alphabet
-        self.output_alphabet = machine.output_alphabet
-        self.output_kind = machine.output_kind
-        self.name = f"{machine.name or type(machine).__name__.lower()}[depth≤{self.m}]"
-        self._dfa: Any = None
-
-    # identity ----------------------------------------------------------------------------------
-    def __repr__(self) -> str:
-        return f"<BoundedPDA m={self.m} of {self.machine!r}>"
-
-    @property
-    def _key(self) -> tuple:
-        return (self.machine, self.m)
-
-    # protocol ----------------------------------------------------------------------------------
-    def _clip(self, config: Any) -> Any:
-        if config.state is not None and config.depth > self.m:
-            return self.machine.dead_config()
-        return config
-
-    def initial(self) -> Any:
-        return self._clip(self.machine.initial())
-
-    def step(self, config: Any, symbol: Hashable) -> Any:
-        return self._clip(self.machine.step(config, symbol))
-
-    def output(self, config: Any) -> Any:
-        return self.machine.output(config)
-
-    def is_dead(self, config: Any) -> bool:
-        return config.state is None
-
-    def is_accepting(self, config: Any) -> bool:
-        return self.machine.is_accepting(config)
-
-    def run_batch(self, ids: np.ndarray, lengths: np.ndarray | None = None) -> BatchTrace:
-        """The underlying machine's fields, with every row dead (state, depth, top, stack -1;
-        output False / -1) from the first time its depth exceeds m. ``stack`` has width m + 1
-        (BOTTOM and at most m symbols)."""
-        ids, lengths = self.check_ids(ids, lengths)
-        trace = self.machine.run_batch(ids, lengths)
-        over = np.maximum.accumulate(trace["depth"] > self.m, axis=1)
-        fields = dict(trace.fields)
-        for name in ("state", "depth", "top"):
-            fields[name] = np.where(over, -1, fields[name])
-        stack = fields["stack"]
-        width = self.m + 1
-        if stack.shape[2] < width:
-            pad = np.full(stack.shape[:2] + (width - stack.shape[2],), -1, dtype=stack.dtype)
-            stack = np.concatenate([stack, pad], axis=2)
-        fields["stack"] = np.where(over[..., None], -1, stack[:, :, :width])
-        out = fields["output"]
-        mask = over.reshape(over.shape + (1,) * (out.ndim - 2))
-        fields["output"] = np.where(mask, False if out.dtype == bool else -1, out)
-        return BatchTrace(trace.lengths, fields)
-
-    # the explicit automaton --------------------------------------------------------------------
-    def _canonical(self, config: Any) -> Any:
-        """The configuration as a DFA state: a transducer's last emission is dropped (a Mealy
-        machine puts outputs on transitions)."""
-        return replace(config, emitted=()) if hasattr(config, "emitted") else config
-
-    def reachable_configs(self, max_states: int = 1_000_000) -> tuple[list, dict]:
-        """Breadth-first search: the reachable live configurations (initial first) and the
-        transitions {(config, symbol): (next config, last emission or None)} between them."""
-        start = self._canonical(self.initial())
-        order = [start]
-        seen = {start}
-        edges: dict = {}
-        if start.state is None:
-            return order, edges
-        queue = deque([start])
-        while queue:
-            c = queue.popleft()
-            for sym in self.alphabet:
-                c2 = self.step(c, sym)
-                if c2.state is None:
-                    continue
-                key = self._canonical(c2)
-                edges[(c, sym)] = (key, getattr(c2, "emitted", None))
-                if key not in seen:
-                    seen.add(key)
-                    order.append(key)
-                    queue.append(key)
-                    if len(order) > max_states:
-                        raise SearchBoundError(
-                            f"{self!r} has more than max_states={max_states} reachable "
-                            "configurations; raise `max_states` or lower the depth bound"
-                        )
-        return order, edges
-
-    def to_dfa(self, max_states: int = 1_000_000) -> DFA:
-        """The explicit automaton (built once, on first call). States are the reachable live
-        configurations (`PDAConfig` / `PDTConfig` with ``emitted=()``), in BFS order from the
-        initial one; a missing transition is the dead state. For a DPDA: a recogniser with the same
-        accepting configurations. For a DPDT: a Mealy machine. Its outputs are the DPDT's output
-        symbols when every reachable step emits exactly one symbol and the initial ε-closure emits
-        nothing (so it agrees with the DPDT's `output` symbol for symbol); otherwise each
-        transition emits the *tuple* of symbols of the step, and the output alphabet is the set of
-        those tuples (in order of discovery)."""
-        if self._dfa is not None:
-            return self._dfa
-        order, edges = self.reachable_configs(max_states)
-        trans = {k: v[0] for k, v in edges.items()}
-        if self.machine.output_alphabet is None:  # a DPDA
-            accepting = [c for c in order if self.machine.output(c)]
-            dfa = DFA(order, self.alphabet, trans, order[0], accepting, name=self.name)
-        else:
-            emitted = [v[1] for v in edges.values()]
-            initial_emits = self.initial().emitted if order[0].state is not None else ()
-            if self.output_kind == "symbol" and all(len(e) == 1 for e in emitted) \
-                    and not initial_emits:
-                outputs = {k: v[1][0] for k, v in edges.items()}
-                out_alpha: Any = self.machine.output_alphabet
-            else:
-                outputs = {k: tuple(v[1]) for k, v in edges.items()}
-                out_alpha = list(dict.fromkeys(outputs.values())) or [()]
-            accepting = [c for c in order if self.machine.is_accepting(c)]
-            dfa = DFA(order, self.alphabet, trans, order[0], accepting, outputs=outputs,
-                      output_alphabet=out_alpha, name=self.name)
-        return self._cache("_dfa", dfa)
-
-    @property
-    def num_configs(self) -> int:
-        """Number of reachable live configurations (the DFA's states; builds it)."""
-        return self.to_dfa().num_states
-
-
-__all__ = ["DyckKM", "DyckConfig", "dyck", "BoundedPDA"]
+__all__ = ["BoundedPDA", "DyckConfig", "DyckKM", "dyck"]

@@ -213,6 +213,11 @@ class DFA(StateIndexed, Machine):
     def is_mealy(self) -> bool:
         return self.outputs_map is not None
 
+    @property
+    def file_kind(self) -> str:  # type: ignore[override]
+        """"mealy" for a Mealy machine, else "dfa" (its kind in machine files)."""
+        return "mealy" if self.is_mealy else "dfa"
+
     @cached_property
     def accepting_mask(self) -> np.ndarray:
         mask = np.zeros(len(self.states), dtype=bool)

@@ -13,12 +13,14 @@ Every defect in a file raises `SpecError` whose ``path`` is the JSON path of the
 integer; an integer literal of more than `MAX_INT_DIGITS` digits, a state nested more than
 `MAX_STATE_DEPTH` lists deep, JSON nested deeper than the reader allows, and a field that occurs
 twice in one object are all refused with the path.
+
+The format's constants and its writer live in `pdanet.automata.spec` (which needs no machine
+class, so that `Machine.save` can use it); this module finds an object's kind, and reads.
 """
 
 from __future__ import annotations
 
 import json
-import numbers
 import os
 import xml.etree.ElementTree as ET
 import xml.parsers.expat
@@ -26,18 +28,24 @@ from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any, NoReturn
 
-import numpy as np
-
-from pdanet.automata.alphabet import BOTTOM, EPSILON, Alphabet
+from pdanet.automata import spec
+from pdanet.automata.alphabet import BOTTOM, EPSILON
+from pdanet.automata.base import Machine
 from pdanet.automata.bounded import DyckKM
 from pdanet.automata.dfa import DFA
+from pdanet.automata.nfa import NFA
+from pdanet.automata.pda import DPDA, PDA
+from pdanet.automata.pdt import DPDT
+from pdanet.automata.spec import (
+    BOTTOM_TEXT,
+    EPSILON_TEXT,
+    FORMAT_VERSION,
+    KINDS,
+    RESERVED,
+    symbol_str,
+)
 from pdanet.errors import InputError, PdanetError, SpecError
 
-FORMAT_VERSION = 1
-KINDS = ("dfa", "mealy", "nfa", "dpda", "pda", "dpdt", "dyck")
-EPSILON_TEXT = "ε"
-BOTTOM_TEXT = "⊥"
-_RESERVED = (EPSILON_TEXT, BOTTOM_TEXT)
 _TOP_OPTIONAL = ("name", "description")
 MAX_INT_DIGITS = 100     # longer integer literals are refused (no machine needs them)
 MAX_STATE_DEPTH = 32     # a state is a string, an integer or a list of states, this deep at most
@@ -74,216 +82,33 @@ def _parse_int(text: str) -> int | _HugeInt:
 
 
 # --------------------------------------------------------------------------------------------
-# optional machine classes (modules written alongside this one)
+# kinds and writing (the writer itself is `pdanet.automata.spec`)
 # --------------------------------------------------------------------------------------------
-def _optional(module: str, name: str) -> type | None:
-    try:
-        mod = __import__(f"pdanet.automata.{module}", fromlist=[name])
-    except ImportError:
-        return None
-    return getattr(mod, name, None)
-
-
-def _cls(kind: str) -> type:
-    where = {"nfa": ("nfa", "NFA"), "dpda": ("pda", "DPDA"), "pda": ("pda", "PDA"),
-             "dpdt": ("pdt", "DPDT")}[kind]
-    cls = _optional(*where)
-    if cls is None:
-        raise InputError(f"machine kind {kind!r} needs pdanet.automata.{where[0]}.{where[1]}, "
-                         "which is not available in this installation")
-    return cls
-
-
 def kind_of(machine: Any) -> str:
     """The file kind of a machine object (InputError for objects that have no file format)."""
-    if isinstance(machine, DFA):
-        return "mealy" if machine.is_mealy else "dfa"
-    if isinstance(machine, DyckKM):
-        return "dyck"
-    for kind, (module, name) in {"nfa": ("nfa", "NFA"), "dpda": ("pda", "DPDA"),
-                                 "pda": ("pda", "PDA"), "dpdt": ("pdt", "DPDT")}.items():
-        cls = _optional(module, name)
-        if cls is not None and type(machine) is cls:
-            return kind
-    for kind, (module, name) in {"dpda": ("pda", "DPDA"), "pda": ("pda", "PDA"),
-                                 "dpdt": ("pdt", "DPDT"), "nfa": ("nfa", "NFA")}.items():
-        cls = _optional(module, name)
-        if cls is not None and isinstance(machine, cls):
-            return kind
-    raise InputError(f"{type(machine).__name__} has no file format; kinds with one: "
-                     f"{', '.join(KINDS)}")
-
-
-# --------------------------------------------------------------------------------------------
-# writing
-# --------------------------------------------------------------------------------------------
-def _value(x: Hashable, what: str) -> str | int:
-    """A state or symbol as a JSON value (strings and integers, numpy's included, only)."""
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (str, numbers.Integral)):
-        raise InputError(f"{what} {x!r} is neither a string nor an integer and cannot be saved; "
-                         "rename it (e.g. with str) before saving")
-    if isinstance(x, numbers.Integral):
-        return int(x)
-    return x
-
-
-def _sym(x: Hashable, what: str) -> str | int:
-    if x is EPSILON:
-        return EPSILON_TEXT
-    if x is BOTTOM:
-        return BOTTOM_TEXT
-    if isinstance(x, str) and x in _RESERVED:
-        raise InputError(f"{what} {x!r} is a reserved spelling in machine files; rename it")
-    return _value(x, what)
-
-
-def _syms(xs, what: str) -> list:
-    return [_sym(x, what) for x in xs]
-
-
-def _state(q: Hashable) -> str | int | list:
-    """A state as a JSON value: strings and integers as such, tuples of states as lists."""
-    if isinstance(q, tuple):
-        return [_state(x) for x in q]
-    return _value(q, "state")
-
-
-def _states(xs) -> list:
-    return [_state(q) for q in xs]
-
-
-def _attr(machine: Any, *names: str) -> Any:
-    for n in names:
-        if hasattr(machine, n):
-            return getattr(machine, n)
-    raise InputError(f"{type(machine).__name__} has none of the attributes {names}")
-
-
-def _order(machine: Any) -> Callable[[Any], tuple]:
-    """A sort key for transition keys (state order, then symbol order, ε first)."""
-    sidx = {q: i for i, q in enumerate(machine.states)}
-
-    def sym_rank(alpha: Alphabet | None, s: Any) -> int:
-        if s is EPSILON or s is BOTTOM:
-            return -1
-        return alpha.index(s) if alpha is not None and s in alpha else len(alpha or ())
-
-    alpha = _attr(machine, "alphabet", "input_alphabet")
-    stack = getattr(machine, "stack_alphabet", None)
-
-    def key(k: tuple) -> tuple:
-        ranks = [sidx.get(k[0], -1), sym_rank(alpha, k[1])]
-        if len(k) > 2:
-            ranks.append(sym_rank(stack, k[2]))
-        return tuple(ranks)
-
-    return key
+    if isinstance(machine, NFA):  # not a Machine: it reads no input step by step
+        return "nfa"
+    kind = machine.file_kind if isinstance(machine, Machine) else None
+    if kind is None:
+        raise InputError(f"{type(machine).__name__} has no file format; kinds with one: "
+                         f"{', '.join(KINDS)}")
+    return kind
 
 
 def to_dict(machine: Any) -> dict:
     """The JSON-ready dict of a machine (see module docstring and docs/spec-format.md)."""
-    kind = kind_of(machine)
-    d: dict[str, Any] = {"format": FORMAT_VERSION, "kind": kind}
-    name = getattr(machine, "name", None)
-    if kind == "dyck":
-        d.update(k=machine.k, m=machine.m)
-        return d
-    if name is not None:
-        d["name"] = str(name)
-    d["states"] = _states(machine.states)
-    order = _order(machine)
-    trans = machine.transitions  # a property that may copy: read it once
-    if kind in ("dfa", "mealy"):
-        d["alphabet"] = _syms(machine.alphabet, "symbol")
-        if kind == "mealy":
-            d["output_alphabet"] = _syms(machine.output_alphabet, "output symbol")
-        d["start"] = _state(machine.start)
-        d["accepting"] = _states(q for q in machine.states if q in machine.accepting)
-        if kind == "dfa" and machine.output_kind != "accept":
-            d["output_kind"] = machine.output_kind
-        rows = []
-        for (q, a) in sorted(trans, key=order):
-            row = {"source": _state(q), "symbol": _sym(a, "symbol"),
-                   "target": _state(trans[(q, a)])}
-            if kind == "mealy":
-                row["output"] = _sym(machine.outputs_map[(q, a)], "output symbol")
-            rows.append(row)
-        d["transitions"] = rows
-        return d
-    if kind == "nfa":
-        d["alphabet"] = _syms(machine.alphabet, "symbol")
-        starts = [_state(q) for q in machine.states if q in machine.starts]
-        d["start"] = starts[0] if len(starts) == 1 and not isinstance(starts[0], list) else starts
-        d["accepting"] = _states(q for q in machine.states if q in machine.accepting)
-        rows = []
-        sidx = {p: i for i, p in enumerate(machine.states)}
-        for key in sorted(trans, key=order):
-            q, a = key
-            targets = sorted(trans[key], key=sidx.__getitem__)
-            rows.extend({"source": _state(q), "symbol": _sym(a, "symbol"),
-                         "target": _state(t)} for t in targets)
-        d["transitions"] = rows
-        return d
-    # pushdown kinds
-    d["input_alphabet"] = _syms(_attr(machine, "input_alphabet", "alphabet"), "input symbol")
-    if kind == "dpdt":
-        d["output_alphabet"] = _syms(machine.output_alphabet, "output symbol")
-    d["stack_alphabet"] = _syms(machine.stack_alphabet, "stack symbol")
-    d["start"] = _state(machine.start)
-    d["accepting"] = _states(q for q in machine.states if q in machine.accepting)
-    if kind in ("dpda", "pda"):
-        d["acceptance"] = getattr(machine, "acceptance", "final_state")
-    rows = []
-    for key in sorted(trans, key=order):
-        q, x, s = key
-        value = trans[key]
-        values = sorted(value, key=repr) if kind == "pda" else [value]
-        for v in values:
-            row: dict[str, Any] = {"source": _state(q), "symbol": _sym(x, "symbol"),
-                                   "pop": _sym(s, "stack symbol")}
-            if kind == "dpdt":
-                q2, y, gamma = v
-                y = tuple(y) if isinstance(y, (tuple, list)) else (() if y is EPSILON else (y,))
-                row["target"] = _state(q2)
-                row["output"] = (_sym(y[0], "output symbol") if len(y) == 1 else
-                                 EPSILON_TEXT if not y else _syms(y, "output symbol"))
-            else:
-                q2, gamma = v
-                row["target"] = _state(q2)
-            row["push"] = _syms(gamma, "stack symbol")
-            rows.append(row)
-    d["transitions"] = rows
-    return d
+    return spec.to_dict(machine, kind_of(machine))
 
 
 def dumps(machine: Any) -> str:
     """The machine as JSON text (UTF-8, ε and ⊥ written as such): one top-level field per line,
     one transition per line."""
-    d = to_dict(machine)
-
-    def one(v: Any) -> str:
-        return json.dumps(v, ensure_ascii=False)
-
-    lines = []
-    for key, value in d.items():
-        if key == "transitions":
-            inner = ",\n".join(f"    {one(row)}" for row in value)
-            text = f"[\n{inner}\n  ]" if value else "[]"
-        else:
-            text = one(value)
-        lines.append(f"  {one(key)}: {text}")
-    return "{\n" + ",\n".join(lines) + "\n}\n"
+    return spec.dumps(machine, kind_of(machine))
 
 
 def save(machine: Any, path: str | os.PathLike) -> None:
     """Write `machine` to `path` in the JSON format (creating or replacing the file)."""
-    text = dumps(machine)
-    try:
-        data = text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InputError(f"{machine!r} has a name, state or symbol with the lone surrogate "
-                         f"{text[exc.start]!r}, which UTF-8 cannot store; rename it") from None
-    Path(path).write_bytes(data)
+    spec.save(machine, path, kind_of(machine))
 
 
 # --------------------------------------------------------------------------------------------
@@ -373,7 +198,7 @@ class _Reader:
             p = f"{path}[{i}]"
             v = self.plain(v, p, what) if symbols else self.state(v, p)
             if symbols and isinstance(v, str):
-                if v in _RESERVED:
+                if v in RESERVED:
                     self.fail(p, f"{v!r} is reserved ({'ε' if v == 'ε' else 'bottom of stack'}) "
                               f"and cannot be a {what}")
                 if v == "" or v.strip() != v:
@@ -516,7 +341,7 @@ def _read_fa(r: _Reader, d: dict, name: str | None) -> Any:
         if kind == "mealy":
             outputs[(q, a)] = r.member(row["output"], f"{p}.output", outs, "output symbol")
     if kind == "nfa":
-        return _cls("nfa")(states, alphabet, trans, start, accepting, name=name)
+        return NFA(states, alphabet, trans, start, accepting, name=name)
     if kind == "mealy":
         return DFA(states, alphabet, trans, start, accepting, outputs=outputs,
                    output_alphabet=outs, name=name)
@@ -575,11 +400,11 @@ def _read_pushdown(r: _Reader, d: dict, name: str | None) -> Any:
         else:
             trans[key] = (t, gamma)
     if kind == "dpdt":
-        return _cls("dpdt")(states, alphabet, outs, stack, trans, start, accepting, name=name)
+        return DPDT(states, alphabet, outs, stack, trans, start, accepting, name=name)
     acceptance = r.text(r.get(d, "$", "acceptance", "final_state"), "$.acceptance",
                         ("final_state", "empty_stack"))
-    return _cls(kind)(states, alphabet, stack, trans, start, accepting, acceptance=acceptance,
-                      name=name)
+    cls = DPDA if kind == "dpda" else PDA
+    return cls(states, alphabet, stack, trans, start, accepting, acceptance=acceptance, name=name)
 
 
 _READERS: dict[str, Callable[[_Reader, dict, str | None], Any]] = {
@@ -774,7 +599,7 @@ def _jflap_machine(r: _Reader, root: ET.Element, source: str) -> Any:
     if deterministic:
         return DFA(states, reads, {k: v[0][1] for k, v in trans.items()}, start, accepting,
                    name=Path(source).stem)
-    return _cls("nfa")(states, reads, {k: {t for _, t, _ in v} for k, v in trans.items()},
+    return NFA(states, reads, {k: {t for _, t, _ in v} for k, v in trans.items()},
                        start, accepting)
 
 
@@ -806,17 +631,11 @@ def _jflap_pda(r: _Reader, rows: list, label: dict, states: list, reads: list, s
                        f"keeps {JFLAP_BOTTOM} (⊥) at the bottom for good, so a transition that "
                        f"pops {JFLAP_BOTTOM} must push it back last, and no other may push it")
             trans.setdefault((label[row["from"]], x, s), set()).add((label[row["to"]], gamma))
-    pda = _cls("pda")(states, reads, stack_chars, trans, start, accepting,
-                      acceptance="final_state")
+    pda = PDA(states, reads, stack_chars, trans, start, accepting, acceptance="final_state")
     if not pda.is_deterministic:
         return pda
     det = {k: next(iter(v)) for k, v in trans.items()}
-    return _cls("dpda")(states, reads, stack_chars, det, start, accepting,
-                        acceptance="final_state")
-
-
-def symbol_str(symbol: Any) -> str:
-    return EPSILON_TEXT if symbol is EPSILON else BOTTOM_TEXT if symbol is BOTTOM else repr(symbol)
+    return DPDA(states, reads, stack_chars, det, start, accepting, acceptance="final_state")
 
 
 __all__ = [

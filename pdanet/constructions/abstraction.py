@@ -17,12 +17,19 @@ from typing import Any
 
 import numpy as np
 
+MAX_LABELS = 10_000  # constructions leave ``labels`` empty for networks with more hidden units
+
 
 @dataclass(frozen=True, eq=False)
 class Abstraction:
-    """Base: ``labels[j]`` names hidden unit j for messages and plots (one per hidden unit)."""
+    """Base: ``labels[j]`` names hidden unit j for messages and plots (one per hidden unit, or
+    none at all for networks of more than `MAX_LABELS` units)."""
 
     labels: tuple[str, ...] = ()
+
+    def groups(self) -> tuple[int, ...]:
+        """Unit indices where a new group of units of one meaning starts (for plots): none."""
+        return ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,6 +59,11 @@ class DyckSlots(RecurrentUnits):
     units: np.ndarray = None  # type: ignore[assignment]
     signs: np.ndarray | None = None
     code: Any = None
+
+    def groups(self) -> tuple[int, ...]:
+        """Each slot (of each copy) is a group of ``slot_width`` consecutive units."""
+        size = 0 if self.units is None else int(np.asarray(self.units).size)
+        return tuple(range(self.slot_width, size, self.slot_width)) if self.slot_width else ()
 
 
 @dataclass(frozen=True)
@@ -107,5 +119,5 @@ class SteppedUnits(Abstraction):
     labels only. `pdanet.verify` checks it."""
 
 
-__all__ = ["Abstraction", "BufferedController", "ControllerMemory", "ControllerUnit",
+__all__ = ["MAX_LABELS", "Abstraction", "BufferedController", "ControllerMemory", "ControllerUnit",
            "DyckSlots", "NSChart", "RecurrentUnits", "SteppedUnits"]

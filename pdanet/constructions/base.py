@@ -16,16 +16,21 @@ from __future__ import annotations
 import copy
 import math
 import numbers
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Any, Callable, Mapping, Sequence, Sized
+from typing import Any
 
 import numpy as np
 import sympy as sp
 import torch
 
 from pdanet.automata.base import Machine
+from pdanet.constructions.abstraction import Abstraction
 from pdanet.errors import CompileError, InputError
+
+BETA = sp.Symbol("beta")  # the saturation scale as a symbol (`ExactWeight.to_sympy`)
+ONE = sp.Integer(1)
 
 
 @dataclass(frozen=True)
@@ -37,7 +42,7 @@ class ExactWeight:
     scaled: bool = True
 
     @classmethod
-    def of(cls, values: Any, scaled: bool = True) -> "ExactWeight":
+    def of(cls, values: Any, scaled: bool = True) -> ExactWeight:
         """From ints, Fractions or sympy Rationals (any nested sequence or array)."""
         arr = np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) else values
         if arr.dtype != object and np.issubdtype(arr.dtype, np.integer):
@@ -57,7 +62,7 @@ class ExactWeight:
         factor = (float(beta) if self.scaled else 1.0) / self.denom
         return torch.as_tensor(self.numer.astype(np.float64) * factor, dtype=dtype)
 
-    def to_sympy(self, beta: Any = sp.Symbol("beta")) -> sp.Matrix:
+    def to_sympy(self, beta: Any = BETA) -> sp.Matrix:
         """A sympy matrix (for small blocks): the exact rationals, times β when scaled."""
         if self.numer.size > 100_000:
             raise InputError(f"block of {self.numer.size} entries is too large for sympy")
@@ -177,6 +182,14 @@ class CompiledNetwork:
     disallowed ≤ -β·c). ``encoder(fields)`` is the inverse direction, used by certification: the
     ideal full recurrent state (…, S) of configurations given as machine fields at one time step
     (for an LSTM, S = 2H: ``[h; c]``).
+
+    ``abstraction`` (`pdanet.constructions.abstraction`) says what the hidden units mean: it is
+    what certifiers, plots and decoders read. ``unit_labels`` is ``abstraction.labels`` (when the
+    abstraction has no labels, the given ``unit_labels`` become its labels). ``info`` is
+    free-form descriptive metadata, for display only. ``compiled_from`` is the machine that
+    ``machine`` was converted from before compiling (e.g. a DPDA compiled to ``ns_rnn`` through
+    its weighted PDA), which `pdanet.verify` and `pdanet.certify` accept in its place; None
+    when ``machine`` is what the user compiled.
     """
 
     machine: Machine
@@ -190,11 +203,20 @@ class CompiledNetwork:
     scale: sp.Rational
     decoder: Callable[[np.ndarray], dict[str, np.ndarray]]
     reader: Callable[[np.ndarray], np.ndarray]
-    margin: sp.Rational = sp.Integer(1)
+    margin: sp.Rational = ONE
     steps_per_symbol: int = 1
     scale_argument: str = ""
     unit_labels: Sequence[str] = ()
     info: Mapping[str, Any] = field(default_factory=dict)
+    abstraction: Abstraction = field(default_factory=Abstraction)
+    compiled_from: Machine | None = None
+
+    def __post_init__(self) -> None:
+        labels, given = tuple(self.abstraction.labels), tuple(self.unit_labels)
+        if given and not labels:
+            object.__setattr__(self, "abstraction", replace(self.abstraction, labels=given))
+        else:
+            object.__setattr__(self, "unit_labels", labels)
 
     @property
     def construction(self) -> str:
@@ -256,7 +278,7 @@ class CompiledNetwork:
         return _finite_floats({name: w.to_float(beta, dtype) for name, w in self.weights.items()},
                               beta, dtype)
 
-    def with_scale(self, scale: Any = None, dtype: torch.dtype | None = None) -> "CompiledNetwork":
+    def with_scale(self, scale: Any = None, dtype: torch.dtype | None = None) -> CompiledNetwork:
         """The same construction with another saturation scale β (finite, > 0; see `as_scale`)
         and/or dtype (see `as_dtype`)."""
         beta = self.scale if scale is None else as_scale(scale)

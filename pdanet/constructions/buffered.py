@@ -37,7 +37,6 @@ and reading condition R (a stack code, or any):
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -49,16 +48,17 @@ from torch import nn
 
 from pdanet import limits
 from pdanet.automata.alphabet import EPSILON
-from pdanet.automata.pda import DPDA, DeterministicPushdown
+from pdanet.automata.pda import DeterministicPushdown
 from pdanet.automata.pdt import DPDT
+from pdanet.constructions.abstraction import BufferedController, ControllerUnit
 from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact
-from pdanet.constructions.table import register
-from pdanet.constructions.controllers import BETA, _Stratified, _SymbolCodes
+from pdanet.constructions.controllers import BETA, unit_label
 from pdanet.constructions.realtime import store_codes
 from pdanet.constructions.stacks.buffered import OutputBuffer
 from pdanet.constructions.stacks.common import pop_front, read_front_weights
+from pdanet.constructions.stacks.grefenstette import NeuralStack
+from pdanet.constructions.stacks.protocol import SymbolCodes
 from pdanet.errors import CompileError, InputError
-from pdanet.verify.report import Counterexample, PhaseResult, Report
 
 _EPS, _END = "eps", "end"
 
@@ -211,7 +211,8 @@ class BufferedStackRNN(nn.Module):
         self.values = nn.Linear(hidden, width)                    # pushed vector v
         self.io = nn.Linear(hidden, 3)                            # input pop i, output push o, halt
         self.output = nn.Linear(hidden, num_outputs)              # output vector y
-        self.codes = _SymbolCodes(codes)
+        self.codes = SymbolCodes(codes)
+        self.store = NeuralStack()                                # the stack (Eqs. 1–3)
 
     def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         ids = torch.as_tensor(ids)
@@ -232,7 +233,7 @@ class BufferedStackRNN(nn.Module):
         head_b = torch.cat([self.actions.bias, self.values.bias, self.io.bias,
                             self.output.bias])
         cap = self.max_rounds * (T + 1) + 1
-        mem = _Stratified(B, cap, m, items, self.codes, queue=False)
+        mem = self.store.run(B, cap, items, self.codes)
         h = self.h0.view(1, -1).expand(B, -1)
         r = items.new_zeros(B, m)
         i_prev = items.new_zeros(B)
@@ -391,7 +392,7 @@ def compile_buffered(machine: DeterministicPushdown, dtype: torch.dtype = torch.
                            "deterministic pushdown machines")
     acceptance = None if isinstance(machine, DPDT) else machine.acceptance
     m = machine if machine.is_normal else machine.normal_form()
-    units, C, c0, names = _units(m)
+    units, C, c0, _ = _units(m)
     K, G = len(m.alphabet), len(m.stack_alphabet)
     H = len(units) + 1
     params = H * (K + G + 1) + H * H + H * (G + 6 + len(machine.output_alphabet or ()))
@@ -412,6 +413,11 @@ def compile_buffered(machine: DeterministicPushdown, dtype: torch.dtype = torch.
     module = load_exact(module, weights, BETA, dtype)
     kind = getattr(machine, "output_kind", "accept")
     Qs, Ks, Gs = sp.symbols("Q K G")
+    cunits = tuple(ControllerUnit(u.c, {_EPS: -1, _END: -2}.get(u.a, u.a), u.R, u.move.c2)
+                   for u in units)
+    abstraction = BufferedController(
+        labels=("start",) + tuple(unit_label(u) for u in cunits), memory=module.store.name,
+        store=module.store.kind, code=code, codes=codes, linear=False, start=0, units=cunits)
     return CompiledNetwork(
         machine=machine, module=module, target="buffered_stack_rnn", method="grefenstette",
         hidden_units=len(units) + 1, bound=Qs * (Ks + 2) * (Gs + 1) + 1,
@@ -421,9 +427,7 @@ def compile_buffered(machine: DeterministicPushdown, dtype: torch.dtype = torch.
         margin=sp.Rational(1, 2), steps_per_symbol=0,
         scale_argument="as for stack_rnn: pre-activations ±1/2 or beyond, β = 64 saturates tanh "
                        "exactly, so strengths, buffer pops and outputs are exactly 0 or 1",
-        unit_labels=("start",) + tuple(
-            f"c{u.c}·{'ε' if u.a == _EPS else '⊣' if u.a == _END else u.a}·"
-            f"{'*' if u.R is None else u.R}" for u in units),
+        abstraction=abstraction,
         info={"controller": "elman", "memory": "grefenstette", "controller_states": C,
               "helper_states": C - len(m.states), "hidden_units": len(units) + 1,
               "step": "variable: one machine move per network step; states reported at "
@@ -444,66 +448,4 @@ def output_sequences(net: CompiledNetwork, strings) -> list[tuple]:
             for b, n in enumerate(lengths)]
 
 
-def verify_transduction(machine: DPDT, net: CompiledNetwork, max_length: int | None = 8,
-                        samples: int = 100, sample_lengths: tuple[int, int] = (0, 100),
-                        seed: int = 0, batch_size: int = 256) -> Report:
-    """Check the network's whole output sequence against the machine's on every live string of
-    length ≤ ``max_length`` and on ``samples`` random live strings (lengths in
-    ``sample_lengths``): for a string in the domain the expected sequence is
-    ``machine.transduce(s)``, for a live prefix outside it the concatenation of what its steps
-    emit. Configurations at input boundaries are `pn.verify`'s job (same network); this checks
-    the drained output buffer. The counterexample names the string (step = its length,
-    field "output_sequence")."""
-    from pdanet.verify import strings as S
-
-    rng = np.random.default_rng(seed)
-    phases, cex, t_all = [], None, time.perf_counter()
-    sets = []
-    if max_length is not None:
-        levels = S.live_prefixes(machine, max_length)
-        sets.append(("exhaustive", f"every live prefix of length ≤ {max_length}",
-                     [tuple(machine.alphabet.decode(row)) for lv in levels for row in lv]))
-    if samples:
-        ids, lengths = S.random_live_strings(machine, samples, S.length_range(sample_lengths), rng)
-        sets.append(("random", f"{samples} random live strings, lengths {sample_lengths}",
-                     [tuple(machine.alphabet.decode(ids[b, :n])) for b, n in enumerate(lengths)]))
-    total_strings = total_steps = 0
-    for name, desc, strs in sets:
-        t0, n_str, n_steps = time.perf_counter(), 0, 0
-        for lo in range(0, len(strs), batch_size):
-            batch = strs[lo:lo + batch_size]
-            got = output_sequences(net, batch)
-            for s, g in zip(batch, got):
-                if machine.accepts(s):
-                    want = machine.transduce(s)
-                else:
-                    want = tuple(y for st in machine.trace(s) for y in (st.config.emitted or ()))
-                n_str += 1
-                n_steps += len(s) + 1
-                if g != want:
-                    cex = Counterexample(name, s, machine.alphabet.format(s), len(s),
-                                         "output_sequence", want, g, machine.run(s))
-                    break
-            if cex is not None:
-                break
-        phases.append(PhaseResult(name, desc, n_str, n_steps, time.perf_counter() - t0,
-                                  complete=cex is None))
-        total_strings += n_str
-        total_steps += n_steps
-        if cex is not None:
-            break
-    return Report(ok=cex is None, machine=str(machine.name or repr(machine)),
-                  network=net.construction, fields=("output_sequence",),
-                  strings_checked=total_strings, steps_checked=total_steps, phases=tuple(phases),
-                  seconds=time.perf_counter() - t_all, counterexample=cex,
-                  dtype=str(net.dtype).replace("torch.", ""))
-
-
-def _register_all() -> None:
-    register(DPDT, "buffered_stack_rnn", "grefenstette", default=True)(compile_buffered)
-    register(DPDA, "buffered_stack_rnn", "grefenstette", default=True)(compile_buffered)
-
-
-_register_all()
-
-__all__ = ["BufferedStackRNN", "compile_buffered", "output_sequences", "verify_transduction"]
+__all__ = ["BufferedStackRNN", "compile_buffered", "output_sequences"]

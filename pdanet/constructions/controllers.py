@@ -4,7 +4,10 @@ drive a differentiable memory (target ``"stack_rnn"``).
 Memories (``memory=``): ``"grefenstette"`` — the neural Stack / Queue / DeQue of Grefenstette et
 al. (2015), chosen by the machine's store (a pushdown machine uses the Stack); ``"joulin_mikolov"``
 — the superposition stack (Joulin & Mikolov 2015; DuSell & Chiang 2022 App. A.2);
-``"suzgun"`` — the push/pop stack of Suzgun et al. (2019) §3.1 (no no-op).
+``"suzgun"`` — the push/pop stack of Suzgun et al. (2019) §3.1 (no no-op). The network runs the
+public store class itself (`STORES`; `pdanet.constructions.stacks.protocol.Store`): the store
+gives the controller's action encoding of each op (``actions``), its channels, value slots and
+in-place run.
 
 One network step = one input symbol (``steps_per_symbol = 1``). At step t the controller reads
 ``[x_t; r_{t-1}]`` (one-hot input, the memory's reading after step t-1; zero for an empty store)
@@ -15,7 +18,8 @@ The memory then steps and gives ``r_t``; logits may also read ``r_t`` (an empty-
 accepts when ``r_t = 0``).
 
 Controller (one-layer Elman, tanh). Controller states are ``c = (q, mode)``: ``mode`` is ``U`` (the
-memory holds the machine's whole store) or, for the one-operation stacks, ``H_X``: the machine's
+memory holds the machine's whole store) or, for a stack that cannot replace in one step
+(`protocol.holds_top`: Joulin–Mikolov, Suzgun), ``H_X``: the machine's
 top ``X`` (or ⊥) is held in the controller and the memory holds the stack below it, so that
 replace (and, for Suzgun's stack, noop) needs one memory operation per step (rules in
 `realtime.one_op`).
@@ -49,20 +53,42 @@ import torch
 from torch import nn
 
 from pdanet import limits
-from pdanet.automata.dfa import DFA
-from pdanet.automata.pda import DPDA, PDA
-from pdanet.automata.pdt import DPDT
-from pdanet.automata.store import StoreTransducer
+from pdanet.constructions.abstraction import ControllerMemory, ControllerUnit
 from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact
 from pdanet.constructions.realtime import RealtimeTable, U, one_op, store_codes
 from pdanet.constructions.realtime import table as realtime_table
-from pdanet.constructions.stacks.superposition import superpose
-from pdanet.constructions.table import register
+from pdanet.constructions.stacks.grefenstette import NeuralDeQue, NeuralQueue, NeuralStack
+from pdanet.constructions.stacks.protocol import Store, SymbolCodes, holds_top, op_of, pushed
+from pdanet.constructions.stacks.superposition import SuperpositionStack
+from pdanet.constructions.stacks.suzgun import SuzgunStack
 from pdanet.errors import CompileError, InputError, UnboundedStackError
 
-MEMORIES = ("grefenstette", "joulin_mikolov", "suzgun")
+# (memory, the machine's store kind) → the store class the controller drives
+STORES: dict[tuple[str, str], type] = {
+    ("grefenstette", "stack"): NeuralStack, ("grefenstette", "queue"): NeuralQueue,
+    ("grefenstette", "deque"): NeuralDeQue, ("joulin_mikolov", "stack"): SuperpositionStack,
+    ("suzgun", "stack"): SuzgunStack,
+}
+MEMORIES = tuple(dict.fromkeys(memory for memory, _ in STORES))
 BETA = 64
 MARGIN = Fraction(1, 2)
+
+
+def store_for(memory: str, kind: str, depth: int | None = None) -> Store:
+    """The store of memory family ``memory`` that holds a ``kind`` (`STORES`), with ``depth``
+    cells where given (CompileError where the family has no such store, InputError for a depth
+    on a store sized by its run)."""
+    cls = STORES.get((memory, kind))
+    if cls is None:
+        holders = ", ".join(f"{m!r} ({c.__name__})" for (m, k), c in STORES.items() if k == kind)
+        raise CompileError(f"memory {memory!r} provides no {kind}; the memories with a {kind}: "
+                           f"{holders}")
+    if depth is None:
+        return cls()
+    if not cls.takes_depth:
+        raise InputError(f"`depth` fixes the number of cells of a stack of fixed size; "
+                         f"{cls.__name__} (memory {memory!r}) grows with its run")
+    return cls(depth)
 
 
 # --- the controller's transition table ----------------------------------------------------------
@@ -72,7 +98,7 @@ class _Unit:
     a: int                 # input symbol
     R: int | None          # reading code condition (None = any)
     c2: int                # controller state after
-    act: tuple             # memory actions (see _Plan.channels)
+    act: tuple             # memory actions (`Store.actions`, in `Store.channels` order)
     push: tuple            # pushed codes per value slot (-1 none)
     out: int               # output symbol (-1 none)
 
@@ -80,12 +106,10 @@ class _Unit:
 @dataclass(frozen=True)
 class _Plan:
     view: RealtimeTable
-    memory: str
+    store: Store
     modes: int             # 1 (U only) or G + 2
     c0: int
     units: tuple
-    channels: tuple        # names of the action channels
-    value_slots: int       # 1, or 2 for the deque (top, bottom)
 
     def q_of(self, c: int) -> int:
         return c // self.modes
@@ -94,41 +118,34 @@ class _Plan:
         return c % self.modes
 
 
-def _plan(view: RealtimeTable, memory: str) -> _Plan:
-    G, single = view.G, memory != "grefenstette"
-    modes = G + 2 if single else 1
-    if single:
-        channels = ("push", "noop", "pop") if memory == "joulin_mikolov" else ("push", "pop")
-    elif view.kind == "deque":
-        channels = ("push_top", "pop_top", "push_bottom", "pop_bottom")
-    else:
-        channels = ("push", "pop")
-    slots = 2 if view.kind == "deque" else 1
+def _plan(view: RealtimeTable, store: Store) -> _Plan:
+    G, held = view.G, holds_top(store)
+    modes = G + 2 if held else 1
 
     def result(c: int, a: int, R: int):
+        """(c2, store op, pushed codes per slot, output) of the move from c on a with reading R."""
         p, mode = divmod(c, modes)
         X = R if mode == U else mode - 1
         mv = view.trans.get((p, a, X))
         if mv is None:
             return None
         p2, out, pe, ue, y = mv
-        if single:
-            mode2, op, code = one_op(memory, mode, G, R, (pe, ue, y))
-            return (p2 * modes + mode2, tuple(int(ch == op) for ch in channels), (code,), out)
-        if view.kind == "deque":
-            act = (int(ue == "top"), int(pe == "top"), int(ue == "bottom"), int(pe == "bottom"))
-            push = (y if ue == "top" else -1, y if ue == "bottom" else -1)
-        else:
-            act, push = (int(ue is not None), int(pe is not None)), (y,)
-        return (p2, act, push, out)
+        if held:
+            mode2, op, y = one_op("noop" in store.ops, mode, G, R, (pe, ue, y))
+            return (p2 * modes + mode2, op, pushed(store, op, y), out)
+        op = op_of(store, pe, ue)
+        if op is None:
+            raise CompileError(f"{type(store).__name__} has no one-step op that pops at {pe} and "
+                               f"pushes at {ue}")
+        return (p2, op, pushed(store, op, y), out)
 
     def next_reading(R: int, res: tuple, anything: frozenset) -> frozenset:
         """Readings possible after a move from reading R (an over-approximation)."""
-        _, act, push, _ = res
+        _, op, push, _ = res
         if view.kind == "deque":
             return anything | {y for y in push if y >= 0}
         y = push[0]
-        pushes, pops = y >= 0, act[channels.index("pop")] == 1
+        pushes, pops = y >= 0, store.ops[op][0] is not None
         if view.kind == "queue":  # the reading is the front
             if pops:
                 return anything | ({y} if pushes else set())
@@ -138,20 +155,20 @@ def _plan(view: RealtimeTable, memory: str) -> _Plan:
     c0 = view.q0 * modes
     C = view.Q * modes
     tops: dict[int, set] = {c0: {G}}
-    pushed: set = set()
+    pushed_codes: set = set()
     changed = True
     while changed:  # over-approximate the readings possible in each controller state
         changed = False
-        anything = frozenset(pushed | {G})
+        anything = frozenset(pushed_codes | {G})
         for c in list(tops):
             for R in list(tops[c]):
                 for a in range(view.K):
                     res = result(c, a, R)
                     if res is None:
                         continue
-                    new_push = {y for y in res[2] if y >= 0} - pushed
+                    new_push = {y for y in res[2] if y >= 0} - pushed_codes
                     if new_push:
-                        pushed |= new_push
+                        pushed_codes |= new_push
                         changed = True
                     nxt = next_reading(R, res, anything)
                     have = tops.setdefault(res[0], set())
@@ -168,195 +185,11 @@ def _plan(view: RealtimeTable, memory: str) -> _Plan:
             if not defined:
                 continue
             same = len(set(defined.values())) == 1 and len(defined) == len(got)
-            for R, (c2, act, push, out) in defined.items():
-                units.append(_Unit(c, a, None if same else R, c2, act, push, out))
+            for R, (c2, op, push, out) in defined.items():
+                units.append(_Unit(c, a, None if same else R, c2, store.actions(op), push, out))
                 if same:
                     break
-    return _Plan(view, memory, modes, c0, tuple(units), channels, slots)
-
-
-# --- codes ---------------------------------------------------------------------------------------
-# --- the memories, in place --------------------------------------------------------------------
-class _SymbolCodes:
-    """Value vectors (…, m) → store symbol ids (float), thresholded at 1/2; −2 for no code."""
-
-    def __init__(self, codes: np.ndarray):
-        self.codes = np.asarray(codes)
-        G, m = self.codes.shape[0] - 1, self.codes.shape[1]
-        self.one_hot = m > 20
-        self._cache: dict = {}
-        if not self.one_hot:
-            lut = np.full(1 << m, -2.0)
-            lut[self.codes[:G] @ (1 << np.arange(m - 1, -1, -1))] = np.arange(G)
-            self.lut = torch.tensor(lut)
-            self.pow2 = torch.tensor([float(1 << k) for k in range(m - 1, -1, -1)])
-
-    def __call__(self, v: torch.Tensor) -> torch.Tensor:
-        bits = (v > 0.5).to(v.dtype)
-        if self.one_hot:
-            return torch.where(bits.sum(-1) == 1, bits.argmax(-1).to(v.dtype), -2.0)
-        key = (v.dtype, v.device)
-        if key not in self._cache:
-            self._cache = {key: (self.pow2.to(v), self.lut.to(v))}
-        pow2, lut = self._cache[key]
-        return lut[(bits @ pow2).long()]
-
-
-def _pack(alive: torch.Tensor, sym: torch.Tensor, reverse: bool = False
-          ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per (b, k): the symbols of the alive cells in cell order (reversed with ``reverse``), as
-    (B, K, D) with −1 padding (D = most alive cells), and the counts (B, K). ``alive`` (B, K, n),
-    ``sym`` (B, K, n) or (B, 1, n). One scan for the alive cells, then work per alive cell only;
-    no loop over cells."""
-    B, K, n = alive.shape
-    b, k, i = alive.nonzero(as_tuple=True)                    # row-major: grouped by (b, k)
-    group = b * K + k
-    size = torch.bincount(group, minlength=B * K)
-    rank = torch.arange(len(group), device=alive.device) - (size.cumsum(0) - size)[group]
-    if reverse:
-        rank = size[group] - 1 - rank
-    D = int(size.max()) if size.numel() else 0
-    out = sym.new_full((B, K, D), -1.0)
-    out[b, k, rank] = sym[b, k if sym.shape[1] > 1 else 0, i]
-    return out, size.view(B, K).to(sym.dtype)
-
-
-class _Memory:
-    """A memory on preallocated buffers. ``step(act, value, valid)`` → reading; every step the
-    alive mask (strength or occupancy > 1/2) goes into a block of ``BLOCK`` rows, and ``flush()``
-    packs a block into the read-back (contents (B, K, D), sizes (B, K))."""
-
-    BLOCK = 32
-
-    def __init__(self, B: int, n: int, like: torch.Tensor, codes: _SymbolCodes):
-        self.alive = torch.zeros(B, self.BLOCK, n, dtype=torch.bool, device=like.device)
-        self.k, self.t, self.codes = 0, 0, codes
-        self.grad = torch.is_grad_enabled()
-
-    def flush(self) -> tuple[torch.Tensor, torch.Tensor]:
-        raise NotImplementedError
-
-
-class _Stratified(_Memory):
-    """Grefenstette et al. (2015) Stack (Eqs. 1–3) or Queue (Eqs. 1, 4–5): (B, T) strengths and
-    (B, T, m) values, row i = the cell pushed at step i; step t touches only rows ≤ t. The sums
-    Σ_{j>i} s_j (stack) or Σ_{j<i} s_j (queue) of a read are those of the next step's pop, so
-    each step takes two cumulative sums."""
-
-    def __init__(self, B: int, T: int, m: int, like: torch.Tensor, codes: _SymbolCodes,
-                 queue: bool):
-        super().__init__(B, T, like, codes)
-        self.S = like.new_zeros(B, T)
-        self.V = like.new_zeros(B, m, T)          # values, one column per cell
-        self.C = like.new_full((B, T), -1.0)      # decoded symbol of each cell
-        self.queue, self.before, self.decoded = queue, None, 0
-
-    def _before(self, s: torch.Tensor) -> torch.Tensor:
-        cs = s.cumsum(1)
-        return cs - s if self.queue else cs[:, -1:] - cs   # Σ_{j<i} (queue) or Σ_{j>i} (stack)
-
-    def idle(self, act: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
-        return act * valid.unsqueeze(1).to(act)          # d = u = 0 leaves the memory unchanged
-
-    def step(self, act: torch.Tensor, value: torch.Tensor, valid=None) -> torch.Tensor:
-        t = self.t
-        if self.grad:
-            self.S, self.V = self.S.clone(), self.V.clone()
-        if t:
-            s = self.S[:, :t]                                               # Eq. 2 / 4, i < t
-            s.sub_((act[:, 1:2] - self.before).clamp_(min=0)).clamp_(min=0)
-        self.S[:, t] = act[:, 0]                                            # Eq. 2 / 4, i = t
-        self.V[:, :, t] = value                                             # Eq. 1
-        self.t = t + 1
-        s = self.S[:, :t + 1]
-        self.before = self._before(s)
-        w = torch.minimum(s, (1 - self.before).clamp_(min=0))              # Eq. 3 / 5
-        torch.gt(s, 0.5, out=self.alive[:, self.k, :t + 1])
-        self.k += 1
-        return torch.linalg.vecdot(w.unsqueeze(1), self.V[:, :, :t + 1])
-
-    def flush(self) -> tuple[torch.Tensor, torch.Tensor]:
-        t, k = self.t, self.k
-        self.C[:, self.decoded:t] = self.codes(self.V[:, :, self.decoded:t].transpose(1, 2))
-        self.decoded, self.k = t, 0
-        return _pack(self.alive[:, :k, :t], self.C[:, None, :t])
-
-
-class _Deque(_Stratified):
-    """Grefenstette et al. (2015) DeQue (Eqs. 6–11): 2T rows, the 2t live ones in the middle."""
-
-    def __init__(self, B: int, T: int, m: int, like: torch.Tensor, codes: _SymbolCodes):
-        super().__init__(B, 2 * T, m, like, codes, False)
-        self.N = T
-
-    def step(self, act: torch.Tensor, value: torch.Tensor, valid=None) -> torch.Tensor:
-        t, N = self.t, self.N
-        m = value.shape[1] // 2
-        lo, hi = N - t, N + t
-        if self.grad:
-            self.S, self.V = self.S.clone(), self.V.clone()
-        if t:
-            s = self.S[:, lo:hi]
-            cs = s.cumsum(1)
-            s.sub_((act[:, 1:2] - (cs[:, -1:] - cs)).clamp_(min=0)).clamp_(min=0)   # Eq. 7
-            cs = s.cumsum(1)
-            s.sub_((act[:, 3:4] - (cs - s)).clamp_(min=0)).clamp_(min=0)           # Eq. 8
-        self.S[:, lo - 1], self.S[:, hi] = act[:, 2], act[:, 0]                    # Eq. 9
-        self.V[:, :, lo - 1], self.V[:, :, hi] = value[:, m:], value[:, :m]        # Eq. 6
-        self.t = t + 1
-        s = self.S[:, lo - 1:hi + 1]
-        cs = s.cumsum(1)
-        w = torch.stack([torch.minimum(s, (1 - (cs[:, -1:] - cs)).clamp_(min=0)),    # Eq. 10
-                         torch.minimum(s, (1 - (cs - s)).clamp_(min=0))], 1)        # Eq. 11
-        torch.gt(s, 0.5, out=self.alive[:, self.k, lo - 1:hi + 1])
-        self.k += 1
-        r = torch.linalg.vecdot(w.unsqueeze(2), self.V[:, None, :, lo - 1:hi + 1])  # (B, 2, m)
-        return r.reshape(len(s), -1)
-
-    def flush(self) -> tuple[torch.Tensor, torch.Tensor]:
-        sl = slice(self.N - self.t, self.N + self.t)
-        self.C[:, sl] = self.codes(self.V[:, :, sl].transpose(1, 2))
-        k, self.k = self.k, 0
-        return _pack(self.alive[:, :k, sl], self.C[:, None, sl])
-
-
-class _Superposed(_Memory):
-    """Joulin–Mikolov (with no-op) or Suzgun (push/pop only) stack, cells top first with the
-    occupancy as one more channel (as in `SuperpositionStack`); only the first min(t+1, D) cells
-    can be non-zero, and only those are updated. Cells move, so their symbols are decoded at
-    every step."""
-
-    def __init__(self, B: int, D: int, m: int, like: torch.Tensor, codes: _SymbolCodes,
-                 noop: bool):
-        super().__init__(B, D, like, codes)
-        self.cells = like.new_zeros(B, D, m + 1)
-        self.sym = like.new_full((B, self.BLOCK, D), -1.0)
-        self.live, self.noop, self.m = 0, noop, m
-
-    def idle(self, act: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
-        if not self.noop:
-            return act                                    # held by `step` (no no-op action)
-        keep = act.new_tensor([0.0, 1.0, 0.0])
-        return torch.where(valid.unsqueeze(1), act, keep)
-
-    def step(self, act: torch.Tensor, value: torch.Tensor, valid=None) -> torch.Tensor:
-        if self.grad:
-            self.cells = self.cells.clone()
-        self.live = L = min(self.live + 1, self.cells.shape[1])
-        old = self.cells[:, :L]
-        pushed = torch.cat([value, torch.ones_like(value[:, :1])], 1)
-        new = superpose(old, pushed, act[:, 0], act[:, 1] if self.noop else None, act[:, -1])
-        if valid is not None and not self.noop:
-            new = torch.where(valid.view(-1, 1, 1), new, old)
-        self.cells[:, :L] = new
-        self.alive[:, self.k, :L] = new[..., self.m] > 0.5
-        self.sym[:, self.k, :L] = self.codes(new[..., :self.m])
-        self.k += 1
-        return new[:, 0, :self.m]
-
-    def flush(self) -> tuple[torch.Tensor, torch.Tensor]:
-        k, self.k = self.k, 0
-        return _pack(self.alive[:, :k, :self.live], self.sym[:, :k, :self.live], reverse=True)
+    return _Plan(view, store, modes, c0, tuple(units))
 
 
 @dataclass(frozen=True)
@@ -403,29 +236,42 @@ class StackRNN(nn.Module):
     from the memory's own strengths and values, so no (B, T+1, T·m) tensor is kept.
 
     Per step: two affine maps and a tanh for the controller, one for the actions and pushed value,
-    and a handful of cumulative sums, clamps and one batched product over the live cells
-    (the memories above, in place on preallocated buffers)."""
+    and one step of the store's in-place run (`Store.run`: a handful of cumulative sums, clamps
+    and one batched product over the live cells). ``store`` is the public store object (a
+    `NeuralStack`, `NeuralQueue`, `NeuralDeQue`, `SuperpositionStack` or `SuzgunStack`) and
+    ``codes`` the (G + 1, width) 0/1 symbol codes."""
 
-    def __init__(self, num_symbols: int, hidden: int, width: int, store: str, memory: str,
-                 channels: tuple, num_outputs: int, linear: bool, depth: int | None = None,
-                 codes: np.ndarray | None = None):
+    def __init__(self, num_symbols: int, hidden: int, store: Store, codes: np.ndarray,
+                 num_outputs: int, linear: bool):
         super().__init__()
-        self.store, self.memory, self.channels = store, memory, channels
-        self.linear, self.depth, self.width = linear, depth, width
-        slots = 2 if store == "deque" else 1
-        self.reading_size = width * slots
+        codes = np.asarray(codes)
+        self.store, self.linear, self.width = store, linear, codes.shape[1]
+        self.reading_size = self.width * store.slots
         self.embedding = nn.Embedding(num_symbols, num_symbols if not linear else hidden)
         if not linear:
             self.cell = nn.RNNCell(num_symbols + self.reading_size, hidden, nonlinearity="tanh")
         self.h0 = nn.Parameter(torch.zeros(hidden))
-        self.actions = nn.Linear(hidden, len(channels))
-        self.values = nn.Linear(hidden, width * slots)
+        self.actions = nn.Linear(hidden, len(store.channels))
+        self.values = nn.Linear(hidden, self.reading_size)
         self.out_h = nn.Linear(hidden, num_outputs)
         self.out_r = nn.Linear(self.reading_size, num_outputs, bias=False)
-        if codes is None:
-            codes = np.vstack([np.eye(width, dtype=np.int64), np.zeros((1, width), np.int64)])
-        self.codes = _SymbolCodes(codes)
+        self.codes = SymbolCodes(codes)
         self._trace: list | None = None
+
+    @property
+    def memory(self) -> str:
+        """The store's memory family (`Store.name`)."""
+        return self.store.name
+
+    @property
+    def channels(self) -> tuple[str, ...]:
+        """The store's action channels (`Store.channels`), the rows of ``actions``."""
+        return self.store.channels
+
+    @property
+    def depth(self) -> int | None:
+        """The store's fixed cell count, or None (sized to each input)."""
+        return getattr(self.store, "depth", None)
 
     def blocks(self, numpy: bool = False) -> ControllerBlocks:
         """The weights by meaning: tensors, or with ``numpy`` float64 arrays (detached)."""
@@ -457,14 +303,8 @@ class StackRNN(nn.Module):
         return torch.stack(acts, 1), torch.stack(vals, 1)
 
     def _memory(self, B: int, T: int, like: torch.Tensor):
-        m = self.width
-        if self.memory == "grefenstette":
-            if self.store == "deque":
-                return _Deque(B, max(T, 1), m, like, self.codes)
-            return _Stratified(B, max(T, 1), m, like, self.codes, self.store == "queue")
-        D = max(T, 1) if self.memory == "joulin_mikolov" else (
-            self.depth if self.depth is not None else T + 1)
-        return _Superposed(B, D, m, like, self.codes, self.memory == "joulin_mikolov")
+        """The store's in-place run for B rows and T steps (`Store.run`)."""
+        return self.store.run(B, T, like, self.codes)
 
     def controller(self, x: torch.Tensor):
         """The per-step controller map h_t = f(x_t-part, r_{t-1}, h_{t-1}) with the input part
@@ -531,8 +371,9 @@ class StackRNN(nn.Module):
         Returns (states (B, T+1, H + R + 1 + cells), logits): states[t] = [h_t; r_t; n_t; the
         symbol ids of the memory's top ``cells`` cells, top first, −1 below the bottom].
 
-        Why it is exact: while every action is exactly 0 or 1 (Grefenstette: push d and pop u;
-        Joulin–Mikolov / Suzgun: one-hot) and every value vector is finite, with pushed values
+        Why it is exact: while every action row is exactly the encoding of one of the store's
+        one-step ops (`Store.actions`: push d and pop u each 0 or 1 for Grefenstette; one-hot for
+        Joulin–Mikolov and Suzgun) and every value vector is finite, with pushed values
         exactly the code of a store symbol, every strength (occupancy) stays exactly 0 or 1, and
         the memory step is a discrete stack step: pop the top live cell (when u = 1), then push
         the value (when d = 1); the reading is exactly the code of the top live cell (0 when
@@ -541,7 +382,7 @@ class StackRNN(nn.Module):
         row, runs the same controller and readout ops as `forward` on the same inputs, and checks
         those conditions at every valid step; it returns None when one fails anywhere (then
         only `forward` tells what the network does). Queues and deques: None."""
-        if self.store != "stack":
+        if self.store.kind != "stack":
             return None
         ids = torch.as_tensor(ids).to(self.h0.device)
         if ids.dim() != 2:
@@ -611,12 +452,11 @@ class StackRNN(nn.Module):
         # the conditions that make the discrete memory exact, checked on every valid step at once
         act, value = heads[..., :nA], heads[..., nA:]
         v = valid_np.T
-        exact = ((act == 0) | (act == 1)).all(-1) & np.isfinite(value).all(-1)
-        if self.memory != "grefenstette":
-            exact &= act.sum(-1) == 1
-        pushed = act[..., i_push] == 1
+        ops = np.array([self.store.actions(op) for op in self.store.ops], dtype=np.float64)
+        exact = (act[..., None, :] == ops).all(-1).any(-1) & np.isfinite(value).all(-1)
+        pushing = act[..., i_push] == 1
         code_ok = (syms >= 0) & (value == codes_np[np.maximum(syms, 0)]).all(-1)
-        exact &= ~pushed | code_ok
+        exact &= ~pushing | code_ok
         if not exact[v].all():
             return None
         hs_t, rs_t = hs.transpose(0, 1), rs.transpose(0, 1)
@@ -629,7 +469,7 @@ class StackRNN(nn.Module):
 def _weights(plan: _Plan, codes: np.ndarray, linear: bool) -> tuple[dict, int]:
     v, units = plan.view, plan.units
     K, m = v.K, codes.shape[1]
-    slots = plan.value_slots
+    slots = plan.store.slots
     Rsize = m * slots
     Fr = Fraction
     H = len(units) if linear else len(units) + 1
@@ -682,7 +522,7 @@ def _weights(plan: _Plan, codes: np.ndarray, linear: bool) -> tuple[dict, int]:
         bvec = np.array([Fr(int(s)) * b_ind for s in coef.sum(1)], dtype=object)
         return Wm, bvec
 
-    act = np.array([u.act for u in units], dtype=np.int64).T.reshape(len(plan.channels), -1)
+    act = np.array([u.act for u in units], dtype=np.int64).T.reshape(len(plan.store.channels), -1)
     Wa, ba = affine(act)
     w["actions.weight"], w["actions.bias"] = ExactWeight.of(Wa, False), ExactWeight.of(ba, False)
     val = np.zeros((Rsize, len(units)), dtype=np.int64)
@@ -752,7 +592,7 @@ def _decoder(plan: _Plan, codes: np.ndarray, H: int, linear: bool):
     store from the memory's read-back (see `StackRNN`), plus the top held in the controller in the
     one-operation modes H_X."""
     v = plan.view
-    Rsize = codes.shape[1] * plan.value_slots
+    Rsize = codes.shape[1] * plan.store.slots
     control, q_of, held_of = _control_tables(plan, H, linear)
 
     def decode(states: np.ndarray) -> dict[str, np.ndarray]:
@@ -796,7 +636,7 @@ def _window_decoder(plan: _Plan, codes: np.ndarray, H: int, linear: bool):
     top cells of the decoded stack, top first: the held top in the modes H_X, then the memory's,
     then ⊥ = G, then −1), the fields of `DeterministicPushdown.run_batch_window`."""
     v = plan.view
-    Rsize = codes.shape[1] * plan.value_slots
+    Rsize = codes.shape[1] * plan.store.slots
     control, q_of, held_of = _control_tables(plan, H, linear)
 
     def decode(states: np.ndarray) -> dict[str, np.ndarray]:
@@ -832,6 +672,13 @@ def _reader(view: RealtimeTable):
 
 
 # --- compile -------------------------------------------------------------------------------------
+def unit_label(u: ControllerUnit) -> str:
+    """A unit's display label ``c{c}·{a}·{R}``: a = ε (−1) or ⊣ (−2, input used up) for the
+    buffered model, R = * for any reading."""
+    a = {-1: "ε", -2: "⊣"}.get(u.a, u.a)
+    return f"c{u.c}·{a}·{'*' if u.R is None else u.R}"
+
+
 def check_size(machine: Any, plan: _Plan, linear: bool, code: str) -> None:
     """ResourceError (`pdanet.limits`) before the weights are built: H hidden units (one per
     (controller state, symbol, reading) that acts differently, plus the start unit) and about
@@ -841,10 +688,10 @@ def check_size(machine: Any, plan: _Plan, linear: bool, code: str) -> None:
     H = len(plan.units) + (0 if linear else 1)
     G = v.G
     width = max(G, 1) if code == "one_hot" else max(1, int(np.ceil(np.log2(G + 1))))
-    r = width * plan.value_slots
+    r = width * plan.store.slots
     n_out = v.n_out + 1
-    params = H * (v.K + r) + (0 if linear else H * H) + H * (len(plan.channels) + r + n_out)
-    what = f"compiling {machine!r} to stack_rnn/{plan.memory} ({H:,} hidden units)"
+    params = H * (v.K + r) + (0 if linear else H * H) + H * (len(plan.store.channels) + r + n_out)
+    what = f"compiling {machine!r} to stack_rnn/{plan.store.name} ({H:,} hidden units)"
     hint = ("use a smaller machine (for a task, a smaller vocabulary, e.g. "
             "tasks.get(name, vocab_size=16))")
     limits.check(what, H, "max_units", hint=hint)
@@ -857,27 +704,22 @@ def compile_stack_rnn(machine, memory: str = "grefenstette", code: str = "binary
     """Compile a real-time deterministic machine into a controller + memory network (see the
     module docstring). ``memory``: one of `MEMORIES`; ``code``: "binary" (nonzero binary codes,
     ⌈log2(|Γ|+1)⌉ wide) or "one_hot"; ``controller``: "auto" (linear when it suffices, else
-    Elman), "elman" or "linear"; ``depth``: a fixed cell count for the Suzgun stack (default: sized
-    to the input, T + 1 cells, so it never overflows)."""
+    Elman), "elman" or "linear"; ``depth``: a fixed cell count for a stack of fixed size (Suzgun,
+    Joulin–Mikolov; default: sized to each input, so it never overflows). The store is
+    ``STORES[memory, the machine's store kind]``; the network's module holds it (``.store``)."""
     if memory not in MEMORIES:
         raise CompileError(f"memory {memory!r} is not one of {MEMORIES}; a BabyNTM has a fixed "
                            "size and holds no unbounded store")
     if controller not in ("auto", "elman", "linear"):
         raise InputError(f"controller must be 'auto', 'elman' or 'linear', got {controller!r}")
     view = realtime_table(machine)
-    if view.kind != "stack" and memory != "grefenstette":
-        raise CompileError(f"{machine!r} has a {view.kind}; only memory='grefenstette' provides "
-                           "a neural Queue and DeQue")
-    pushes = any(mv[3] is not None for mv in view.trans.values())
-    if depth is not None:
-        if memory != "suzgun":
-            raise InputError("`depth` fixes the size of the Suzgun stack; use memory='suzgun'")
-        if pushes:
-            raise UnboundedStackError(
-                f"{machine!r} has an unbounded stack but the Suzgun stack was fixed to {depth} "
-                "cells; drop `depth` (the stack is then sized to each input), or bound the "
-                "machine's depth with `.bounded(m)` and compile it to a finite-state target")
-    plan = _plan(view, memory)
+    store = store_for(memory, view.kind, depth)
+    if depth is not None and any(mv[3] is not None for mv in view.trans.values()):
+        raise UnboundedStackError(
+            f"{machine!r} has an unbounded stack but the {type(store).__name__} was fixed to "
+            f"{depth} cells; drop `depth` (the stack is then sized to each input), or bound the "
+            "machine's depth with `.bounded(m)` and compile it to a finite-state target")
+    plan = _plan(view, store)
     cs = {u.c for u in plan.units} | {u.c2 for u in plan.units} | {plan.c0}
     linear_ok = (len(cs) == 1 and all(u.R is None for u in plan.units)
                  and sorted(u.a for u in plan.units) == list(range(view.K)))
@@ -889,14 +731,18 @@ def compile_stack_rnn(machine, memory: str = "grefenstette", code: str = "binary
     codes = store_codes(view.G, code)
     weights, H = _weights(plan, codes, linear)
     n_out = 1 if view.output == "accept" else view.n_out + 1
-    module = StackRNN(view.K, H, codes.shape[1], view.kind, memory, plan.channels, n_out,
-                      linear, depth, codes)
+    module = StackRNN(view.K, H, store, codes, n_out, linear)
     module = load_exact(module, weights, BETA, dtype)
     if view.fields == "pushdown":
         module.window_decoder = _window_decoder(plan, codes, H, linear)
     Csym = len(cs)
+    units = tuple(ControllerUnit(u.c, u.a, u.R, u.c2) for u in plan.units)
+    abstraction = ControllerMemory(
+        labels=(() if linear else ("start",)) + tuple(unit_label(u) for u in units),
+        memory=store.name, store=store.kind, code=code, codes=codes, linear=linear,
+        start=None if linear else 0, units=units)
     Qs, Ks, Gs = sp.symbols("Q K G")
-    modes_expr = 1 if memory == "grefenstette" else Gs + 2
+    modes_expr = Gs + 2 if plan.modes > 1 else 1
     bound = Qs * modes_expr * Ks * (Gs + 1) + (0 if linear else 1)
     info = {
         "controller": "linear" if linear else "elman",
@@ -922,41 +768,7 @@ def compile_stack_rnn(machine, memory: str = "grefenstette", code: str = "binary
         scale_argument=("every pre-activation is ±1/2 or beyond (one-hot input, one active unit, "
                         "exact 0/1 readings); β = 64 gives |βz| ≥ 32 where tanh is exactly ±1 in "
                         "float32 and float64, so strengths, values and readings stay exact"),
-        unit_labels=(() if linear else ("start",)) + tuple(
-            f"c{u.c}·{u.a}·{'*' if u.R is None else u.R}" for u in plan.units),
-        info=info)
-
-
-def _make(memory: str):
-    def fn(machine, dtype: torch.dtype = torch.float32, **options) -> CompiledNetwork:
-        return compile_stack_rnn(machine, memory=memory, dtype=dtype, **options)
-    fn.__name__ = f"compile_stack_rnn_{memory}"
-    return fn
-
-
-for _memory in MEMORIES:
-    for _cls in (DPDA, DPDT, DFA, StoreTransducer):
-        register(_cls, "stack_rnn", _memory, default=(_memory == "grefenstette"))(_make(_memory))
-
-
-def _baby_ntm(machine, dtype: torch.dtype = torch.float32, **options) -> CompiledNetwork:
-    raise UnboundedStackError(
-        f"{machine!r} has an unbounded store but a BabyNTM has a fixed number of rows; use "
-        "memory 'grefenstette', 'joulin_mikolov' or 'suzgun' (sized to each input)")
-
-
-for _cls in (DPDA, DPDT, StoreTransducer):
-    register(_cls, "stack_rnn", "baby_ntm")(_baby_ntm)
-
-
-def _nondeterministic(machine, dtype: torch.dtype = torch.float32, **options):
-    raise CompileError(
-        f"{machine!r} is nondeterministic; a stack_rnn controller follows one run. Use the "
-        "nondeterministic stack: pn.compile(machine, target='ns_rnn')")
-
-
-for _memory in MEMORIES + ("baby_ntm",):
-    register(PDA, "stack_rnn", _memory, default=(_memory == "grefenstette"))(_nondeterministic)
+        abstraction=abstraction, info=info)
 
 
 __all__ = ["BETA", "MEMORIES", "StackRNN", "compile_stack_rnn"]

@@ -39,10 +39,14 @@ import sympy as sp
 import torch
 
 from pdanet.automata.dfa import DFA
+from pdanet.constructions.abstraction import MAX_LABELS, RecurrentUnits, SteppedUnits
 from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact
-from pdanet.constructions.table import register
-from pdanet.constructions.modules import RecurrentNet
-from pdanet.constructions.second_order import SecondOrderRNN
+from pdanet.constructions.modules import RecurrentBlocks, RecurrentNet, recurrent_state_dict
+from pdanet.constructions.second_order import (
+    SecondOrderBlocks,
+    SecondOrderRNN,
+    second_order_state_dict,
+)
 from pdanet.errors import CompileError
 
 Q, S = sp.Symbol("Q"), sp.Symbol("S")
@@ -247,7 +251,6 @@ def _readout_rows(dfa: DFA, units: PairUnits) -> tuple[np.ndarray, np.ndarray]:
     return m.astype(np.int64) - m0.astype(np.int64)[:, None], m0.astype(np.int64)
 
 
-@register(DFA, "elman", "minsky", default=True)
 def compile_minsky(machine: DFA, dtype: torch.dtype = torch.float32, scale: Any = None,
                    reachable_only: bool = True, max_dense: int | None = None
                    ) -> CompiledNetwork:
@@ -284,16 +287,16 @@ def compile_minsky(machine: DFA, dtype: torch.dtype = torch.float32, scale: Any 
     if units.initial >= 0:
         h0[units.initial] = 1
     O = num_outputs(dfa)
-    weights = {
-        "h0": ExactWeight(h0, 1, scaled=False),
-        "embedding.weight": _identity_embedding(k),
-        "rnn.weight_ih_l0": ExactWeight(W_ih),
-        "rnn.weight_hh_l0": ExactWeight(W),
-        "rnn.bias_ih_l0": ExactWeight(np.zeros(N, dtype=np.int64)),
-        "rnn.bias_hh_l0": ExactWeight(bias.astype(np.int64)),
-        "readout.weight": ExactWeight(R),
-        "readout.bias": ExactWeight(r.astype(np.int64)),
-    }
+    weights = recurrent_state_dict(RecurrentBlocks(
+        embedding=_identity_embedding(k),
+        weight_ih=ExactWeight(W_ih),
+        weight_hh=ExactWeight(W),
+        bias_ih=ExactWeight(np.zeros(N, dtype=np.int64)),
+        bias_hh=ExactWeight(bias.astype(np.int64)),
+        h0=ExactWeight(h0, 1, scaled=False),
+        readout_weight=ExactWeight(R),
+        readout_bias=ExactWeight(r.astype(np.int64)),
+    ))
     module = load_exact(RecurrentNet("rnn", k, k, N, O), weights, beta, dtype)
     bound, params = _pair_bound(dfa, units)
     argument = (
@@ -308,14 +311,14 @@ def compile_minsky(machine: DFA, dtype: torch.dtype = torch.float32, scale: Any 
         bound=bound, params=params, weights=weights, scale=beta,
         decoder=ArgmaxDecoder(units.tau, 0.0, units.off), reader=OutputReader(dfa.output_kind),
         margin=sp.Rational(1, 2), scale_argument=argument,
-        unit_labels=_pair_labels(dfa, units),
+        abstraction=RecurrentUnits(labels=_pair_labels(dfa, units), cell="rnn"),
         info={"reachable_pairs": int(reachable_states(dfa).sum()) * k, "minsky_bound": n * k,
               "L": L, "beta_min": beta_min, "all_off_state": units.off},
     )
 
 
 def _pair_labels(dfa: DFA, units: PairUnits) -> tuple[str, ...]:
-    if units.size > 10_000:
+    if units.size > MAX_LABELS:
         return ()
     syms, states = dfa.alphabet.symbols, dfa.states
     outs = dfa.output_alphabet.symbols if dfa.out_table is not None else ()
@@ -324,7 +327,6 @@ def _pair_labels(dfa: DFA, units: PairUnits) -> tuple[str, ...]:
                  for q, a, o in zip(units.tau.tolist(), units.sym.tolist(), units.out.tolist()))
 
 
-@register(DFA, "lstm", "minsky", default=True)
 def compile_lstm(machine: DFA, dtype: torch.dtype = torch.float32, scale: Any = None,
                  reachable_only: bool = True, max_dense: int | None = None) -> CompiledNetwork:
     """Minsky's units (see `compile_minsky`) in an ``nn.LSTM``, the conjunction done by gate
@@ -371,17 +373,17 @@ def compile_lstm(machine: DFA, dtype: torch.dtype = torch.float32, scale: Any = 
     if units.initial >= 0:
         h0[units.initial] = sp.Rational(3, 4)
     O = num_outputs(dfa)
-    weights = {
-        "c0": ExactWeight(np.zeros(N, dtype=np.int64), 1, scaled=False),
-        "h0": ExactWeight.of(h0, scaled=False),
-        "embedding.weight": _identity_embedding(k),
-        "rnn.weight_ih_l0": ExactWeight(W_ih),
-        "rnn.weight_hh_l0": ExactWeight(W_hh),
-        "rnn.bias_ih_l0": ExactWeight(np.zeros(4 * N, dtype=np.int64)),
-        "rnn.bias_hh_l0": ExactWeight(b),
-        "readout.weight": ExactWeight(R),
-        "readout.bias": ExactWeight(r.astype(np.int64)),
-    }
+    weights = recurrent_state_dict(RecurrentBlocks(
+        embedding=_identity_embedding(k),
+        weight_ih=ExactWeight(W_ih),
+        weight_hh=ExactWeight(W_hh),
+        bias_ih=ExactWeight(np.zeros(4 * N, dtype=np.int64)),
+        bias_hh=ExactWeight(b),
+        h0=ExactWeight.of(h0, scaled=False),
+        c0=ExactWeight(np.zeros(N, dtype=np.int64), 1, scaled=False),
+        readout_weight=ExactWeight(R),
+        readout_bias=ExactWeight(r.astype(np.int64)),
+    ))
     module = load_exact(RecurrentNet("lstm", k, k, N, O), weights, beta, dtype)
     bound, params = _pair_bound(dfa, units)
     argument = (
@@ -395,7 +397,7 @@ def compile_lstm(machine: DFA, dtype: torch.dtype = torch.float32, scale: Any = 
         bound=bound, params=params, weights=weights, scale=beta,
         decoder=ArgmaxDecoder(units.tau, 3 / 8, units.off), reader=OutputReader(dfa.output_kind),
         margin=sp.Rational(1, 4), scale_argument=argument,
-        unit_labels=_pair_labels(dfa, units),
+        abstraction=RecurrentUnits(labels=_pair_labels(dfa, units), cell="lstm"),
         info={"minsky_bound": n * k, "L": L, "beta_min": beta_min, "all_off_state": units.off},
     )
 
@@ -433,7 +435,6 @@ def moore_states(dfa: DFA) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return ids // O1, ids % O1 - 1, targets
 
 
-@register(DFA, "second_order", "omlin_giles", default=True)
 def compile_second_order(machine: DFA, dtype: torch.dtype = torch.float32, scale: Any = None,
                          sparse: bool | None = None, max_dense: int | None = None
                          ) -> CompiledNetwork:
@@ -470,13 +471,13 @@ def compile_second_order(machine: DFA, dtype: torch.dtype = torch.float32, scale
     h0 = np.zeros(M, dtype=np.int64)
     h0[0] = 1
     O = num_outputs(dfa)
-    weights = {
-        "weight": ExactWeight(W),
-        "bias": ExactWeight(-np.ones(M, dtype=np.int64)),
-        "h0": ExactWeight(h0, 1, scaled=False),
-        "readout.weight": ExactWeight(R),
-        "readout.bias": ExactWeight(r.astype(np.int64)),
-    }
+    weights = second_order_state_dict(SecondOrderBlocks(
+        weight=ExactWeight(W),
+        bias=ExactWeight(-np.ones(M, dtype=np.int64)),
+        h0=ExactWeight(h0, 1, scaled=False),
+        readout_weight=ExactWeight(R),
+        readout_bias=ExactWeight(r.astype(np.int64)),
+    ))
     module = SecondOrderRNN(k, M, O, torch.as_tensor(targets) if sparse else None)
     module = load_exact(module, weights, beta, dtype)
     if dfa.is_mealy:
@@ -496,11 +497,21 @@ def compile_second_order(machine: DFA, dtype: torch.dtype = torch.float32, scale
         hidden_units=M, bound=bound, params=params, weights=weights, scale=beta,
         decoder=ArgmaxDecoder(state, 0.5), reader=OutputReader(dfa.output_kind),
         margin=sp.Rational(1, 2), scale_argument=argument,
+        abstraction=SteppedUnits(labels=_moore_labels(dfa, state, out)),
         info={"sparse": bool(sparse), "L": L, "beta_min": beta_min,
               "moore_bound": n * (len(dfa.output_alphabet) + 1) if dfa.is_mealy else n},
     )
 
 
+
+
+def _moore_labels(dfa: DFA, state: np.ndarray, out: np.ndarray) -> tuple[str, ...]:
+    """Second-order unit j: "in state[j], the last output out[j]" (out −1: none or no outputs)."""
+    if state.shape[0] > MAX_LABELS:
+        return ()
+    outs = dfa.output_alphabet.symbols if dfa.out_table is not None else ()
+    return tuple(f"{dfa.states[q]!r}" + (f" / {outs[o]!r}" if o >= 0 else "")
+                 for q, o in zip(state.tolist(), out.tolist()))
 
 
 # --- compressed: binary state code + two-layer threshold lookup -------------------------------
@@ -525,6 +536,15 @@ class SteppedRNN(torch.nn.Module):
         x = torch.stack([ids.clamp(min=0), torch.full_like(ids, self.blank)], dim=2)
         states, logits = self.net(x.reshape(B, 2 * T))
         return states[:, ::2], logits[:, ::2]
+
+    def blocks(self, numpy: bool = False) -> RecurrentBlocks:
+        """The inner `RecurrentNet`'s weights by meaning (see `RecurrentNet.blocks`)."""
+        return self.net.blocks(numpy)
+
+
+def stepped_state_dict(blocks: RecurrentBlocks) -> dict[str, Any]:
+    """The blocks keyed as `SteppedRNN`'s ``state_dict`` (the inner net's keys under ``net.``)."""
+    return {f"net.{key}": value for key, value in recurrent_state_dict(blocks).items()}
 
 
 def _bits(values: np.ndarray, width: int) -> np.ndarray:
@@ -617,7 +637,6 @@ def _lookup(feats: _Features, k: int, low: int) -> _Lookup:
     return _Lookup(low, H, tuple(points))
 
 
-@register(DFA, "elman", "compressed")
 def compile_compressed(machine: DFA, dtype: torch.dtype = torch.float32, scale: Any = None,
                        low: int | None = None, max_dense: int | None = None) -> CompiledNetwork:
     """A binary-coded DFA in a tanh ``nn.RNN`` with two steps per symbol (units ±1).
@@ -704,16 +723,16 @@ def compile_compressed(machine: DFA, dtype: torch.dtype = torch.float32, scale: 
         if feats.init[f]:
             h0[offs[f]] = 1
     O = num_outputs(dfa)
-    weights = {
-        "net.h0": ExactWeight(h0, 1, scaled=False),
-        "net.embedding.weight": _identity_embedding(k + 1),
-        "net.rnn.weight_ih_l0": ExactWeight(W_ih),
-        "net.rnn.weight_hh_l0": ExactWeight(W),
-        "net.rnn.bias_ih_l0": ExactWeight(np.zeros(N, dtype=np.int64)),
-        "net.rnn.bias_hh_l0": ExactWeight(bias),
-        "net.readout.weight": ExactWeight(Rw.astype(np.int64)),
-        "net.readout.bias": ExactWeight(np.asarray(rb, dtype=np.int64)),
-    }
+    weights = stepped_state_dict(RecurrentBlocks(
+        embedding=_identity_embedding(k + 1),
+        weight_ih=ExactWeight(W_ih),
+        weight_hh=ExactWeight(W),
+        bias_ih=ExactWeight(np.zeros(N, dtype=np.int64)),
+        bias_hh=ExactWeight(bias),
+        h0=ExactWeight(h0, 1, scaled=False),
+        readout_weight=ExactWeight(Rw.astype(np.int64)),
+        readout_bias=ExactWeight(np.asarray(rb, dtype=np.int64)),
+    ))
     module = SteppedRNN(RecurrentNet("rnn", k + 1, k + 1, N, O), blank=k)
     module = load_exact(module, weights, beta, dtype)
     Hs, ls, Ks = sp.symbols("H l K")
@@ -732,10 +751,22 @@ def compile_compressed(machine: DFA, dtype: torch.dtype = torch.float32, scale: 
                                         "Q": n},
         weights=weights, scale=beta, decoder=decoder, reader=OutputReader(dfa.output_kind),
         margin=sp.Rational(1, 2), steps_per_symbol=2, scale_argument=argument,
+        abstraction=SteppedUnits(labels=_compressed_labels(dfa, H, lb, feats.names, sizes)),
         info={"low": low, "features": feats.names, "points_per_feature": sizes,
               "worst_case_bound": H * k + lb + F * low, "minsky_bound": n * k,
               "L": L, "beta_min": beta_min},
     )
+
+
+def _compressed_labels(dfa: DFA, H: int, lb: int, names: tuple[str, ...], sizes: list[int]
+                       ) -> tuple[str, ...]:
+    """Row units "hi = h, x = a", copy units "lo bit b", point units "feature ≥ κ-th point"."""
+    if H * len(dfa.alphabet) + lb + sum(sizes) > MAX_LABELS:
+        return ()
+    syms = dfa.alphabet.symbols
+    return (tuple(f"hi={h} on {a!r}" for h in range(H) for a in syms)
+            + tuple(f"lo bit {b}" for b in range(lb))
+            + tuple(f"{name}[{p}]" for name, K in zip(names, sizes) for p in range(K)))
 
 
 @dataclass(frozen=True)
@@ -761,4 +792,4 @@ class CodeDecoder:
 
 __all__ = ["ArgmaxDecoder", "CodeDecoder", "OutputReader", "SteppedRNN", "compile_compressed",
            "compile_lstm", "compile_minsky", "compile_second_order", "moore_states",
-           "num_outputs", "pair_units", "reachable_states"]
+           "num_outputs", "pair_units", "reachable_states", "stepped_state_dict"]

@@ -26,6 +26,7 @@ Networks are specified on *legal* prefixes; after an illegal symbol their state 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -34,10 +35,10 @@ import torch
 
 from pdanet import limits
 from pdanet.automata.bounded import DyckKM
+from pdanet.constructions.abstraction import MAX_LABELS, DyckSlots
 from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact
-from pdanet.constructions.table import register
 from pdanet.constructions.dyck_codes import CODES, SlotCode, binary
-from pdanet.constructions.modules import RecurrentNet
+from pdanet.constructions.modules import RecurrentBlocks, RecurrentNet, recurrent_state_dict
 from pdanet.errors import InputError
 from pdanet.verify.bounds import information_floor  # re-exported: bits to tell configs apart
 
@@ -61,15 +62,6 @@ HALF = Fraction(1, 2)
 # --- shared pieces ------------------------------------------------------------------------------
 
 
-def _logits_by_column(module: RecurrentNet, h: torch.Tensor) -> torch.Tensor:
-    """The module's logits for states stored by column, h (H, N): W·h + b per readout layer →
-    (O, N), so that the (B, T+1, O) logits are a view of an output-major buffer."""
-    z = torch.addmm(module.readout.bias[:, None], module.readout.weight, h)
-    if module.out_embedding is not None:
-        z = torch.addmm(module.out_embedding.bias[:, None], module.out_embedding.weight, z)
-    return z
-
-
 class DyckElmanNet(RecurrentNet):
     """`RecurrentNet` (Elman) whose forward returns the same values as `RecurrentNet.forward` in
     the layouts the Dyck decoders and the verifier read fastest: ``states`` (B, T+1, H) is a view
@@ -87,7 +79,7 @@ class DyckElmanNet(RecurrentNet):
         buf = out.new_empty(T + 1, B, H)
         buf[0] = self.h0
         buf[1:] = out.transpose(0, 1)                  # nn.RNN's batch-first output is step-major
-        logits = _logits_by_column(self, buf.view(-1, H).T).view(-1, T + 1, B)
+        logits = self.column_logits(buf.view(-1, H).T).view(-1, T + 1, B)
         return buf.transpose(0, 1), logits.permute(2, 1, 0)
 
 
@@ -136,7 +128,7 @@ class DyckLSTMNet(RecurrentNet):
         buf[:H, 0] = h0[0].T
         _unit_major(out, buf[:H, 1:])
         self._cells(ids, h0[0], c0[0], out, buf[H:])
-        logits = _logits_by_column(self, buf[:H].reshape(H, -1)).view(-1, T + 1, B)
+        logits = self.column_logits(buf[:H].reshape(H, -1)).view(-1, T + 1, B)
         return buf.permute(2, 1, 0), logits.permute(2, 1, 0)
 
     def forward_decoded(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -152,30 +144,26 @@ class DyckLSTMNet(RecurrentNet):
         cells = out.new_empty(H, T + 1, B)
         self._cells(ids, h0[0], c0[0], out, cells)
         hs = _step_major(out).view(T * B, H)
-        first = _logits_by_column(self, h0[0].T)                         # (O, B)
-        logits = torch.cat([first[:, None], _logits_by_column(self, hs.T).view(-1, T, B)], 1)
+        first = self.column_logits(h0[0].T)                              # (O, B)
+        logits = torch.cat([first[:, None], self.column_logits(hs.T).view(-1, T, B)], 1)
         return cells.permute(2, 1, 0), logits.permute(2, 1, 0)
 
     def _differentiable(self, x: torch.Tensor, h0: torch.Tensor, c0: torch.Tensor,
                         out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The same states and logits without in-place writes, for autograd (slower)."""
-        rnn = self.rnn
         hs = torch.cat([h0[0].unsqueeze(1), out], dim=1)
-        pre = (x @ rnn.weight_ih_l0.T + hs[:, :-1] @ rnn.weight_hh_l0.T
-               + rnn.bias_ih_l0 + rnn.bias_hh_l0)
-        gi, gf, gg, _ = pre.chunk(4, dim=-1)
+        gi, gf, gg, _ = self.preactivations(x, hs[:, :-1]).chunk(4, dim=-1)
         ig, gf = torch.sigmoid(gi) * torch.tanh(gg), torch.sigmoid(gf)
         cs = [c0[0]]
         for t in range(x.shape[1]):                             # c_t = f c_{t−1} + i g
             cs.append(gf[:, t] * cs[-1] + ig[:, t])
         return torch.cat([hs, torch.stack(cs, dim=1)], dim=-1), self.logits(hs)
 
-    def _shared_rows(self) -> tuple[int, bool]:
+    def _shared_rows(self, blocks: RecurrentBlocks) -> tuple[int, bool]:
         """Largest group width w with i, f rows constant over each group of w units, and
         whether the g rows repeat with period w (else g is evaluated for every unit)."""
-        rnn, H = self.rnn, self.hidden_size
-        W = torch.cat([rnn.weight_ih_l0, rnn.weight_hh_l0,
-                       (rnn.bias_ih_l0 + rnn.bias_hh_l0)[:, None]], 1)
+        H = self.hidden_size
+        W = torch.cat([blocks.weight_ih, blocks.weight_hh, blocks.bias[:, None]], 1)
         i_f = W[:2 * H]
         g = W[2 * H:3 * H]
         for w in range(H, 1, -1):
@@ -190,19 +178,19 @@ class DyckLSTMNet(RecurrentNet):
                cells: torch.Tensor) -> None:
         """Fill cells (H, T+1, B) with c_0..c_T, from h_0 (B, H), c_0 (B, H) and the nn.LSTM's
         batch-first output h_1..h_T (B, T, H)."""
-        rnn, H = self.rnn, self.hidden_size
+        blocks, H = self.blocks(), self.hidden_size
         T, B = cells.shape[1] - 1, cells.shape[2]
-        w, periodic = self._shared_rows()
+        w, periodic = self._shared_rows(blocks)
         m = H // w
         n_g = w if periodic else H
         sel = torch.cat([torch.arange(0, H, w), torch.arange(H, 2 * H, w),
                          2 * H + torch.arange(n_g)]).to(cells.device)
-        bias = (rnn.bias_ih_l0 + rnn.bias_hh_l0)[sel]
-        emb = self.embedding.weight
+        bias = blocks.bias[sel]
+        emb = blocks.embedding
         codes = torch.cat([emb, torch.ones_like(emb[:, :1])], 1)       # [input code, 1] per symbol
         x = torch.nn.functional.embedding(ids.T.clamp(min=0).reshape(-1), codes)  # by step
-        pre = torch.mm(torch.cat([rnn.weight_ih_l0[sel], bias[:, None]], 1), x.T)  # (gates, T·B)
-        w_hh = rnn.weight_hh_l0[sel]
+        pre = torch.mm(torch.cat([blocks.weight_ih[sel], bias[:, None]], 1), x.T)  # (gates, T·B)
+        w_hh = blocks.weight_hh[sel]
         pre[:, :B].addmm_(w_hh, h0.T)                                   # h_{t−1} at t = 1: h_0
         if T > 1:                                                       # then h_1..h_{T−1}
             pre[:, B:].addmm_(w_hh, _step_major(out)[:T - 1].reshape(-1, H).T)
@@ -238,21 +226,37 @@ def _readout_rows(code: SlotCode) -> tuple[np.ndarray, np.ndarray]:
     return O, o2
 
 
+@dataclass(frozen=True)
+class _Readout:
+    """The readout blocks (`RecurrentBlocks` fields): ``weight``/``bias`` on h, then, when
+    factored through the output code of width ``code_width``, ``out_weight``/``out_bias``."""
+
+    weight: ExactWeight
+    bias: ExactWeight
+    out_weight: ExactWeight | None = None
+    out_bias: ExactWeight | None = None
+    code_width: int | None = None
+
+
 def _readout_weights(code: SlotCode, F: np.ndarray, f0: np.ndarray, denom: int, H: int
-                     ) -> tuple[dict[str, ExactWeight], int | None]:
-    """Readout blocks for features (F h + f0)/denom (int arrays): factored through out_embedding
-    when that has fewer parameters than the dense (2k+1) × H matrix."""
+                     ) -> _Readout:
+    """Readout blocks for features (F h + f0)/denom (int arrays): factored through the output
+    code when that has fewer parameters than the dense (2k+1) × H matrix."""
     O, o2 = _readout_rows(code)
     n_out, n_f = O.shape
     if n_out * H > n_out * n_f + n_f * H:
-        return {
-            "readout.weight": ExactWeight(F, denom, False),
-            "readout.bias": ExactWeight(f0, denom, False),
-            "out_embedding.weight": ExactWeight(O, 1, True),
-            "out_embedding.bias": ExactWeight(o2, 2, True),
-        }, n_f
-    return {"readout.weight": ExactWeight(2 * (O @ F), 2 * denom, True),
-            "readout.bias": ExactWeight(2 * (O @ f0) + denom * o2, 2 * denom, True)}, None
+        return _Readout(ExactWeight(F, denom, False), ExactWeight(f0, denom, False),
+                        ExactWeight(O, 1, True), ExactWeight(o2, 2, True), n_f)
+    return _Readout(ExactWeight(2 * (O @ F), 2 * denom, True),
+                    ExactWeight(2 * (O @ f0) + denom * o2, 2 * denom, True))
+
+
+def _blocks(code: SlotCode, ro: _Readout, **recurrence: ExactWeight) -> dict[str, ExactWeight]:
+    """The exact weights by meaning (`RecurrentBlocks`), keyed as the module's state_dict:
+    the input code `_embedding`, the recurrence blocks given, and the readout."""
+    return recurrent_state_dict(RecurrentBlocks(
+        embedding=_embedding(code), readout_weight=ro.weight, readout_bias=ro.bias,
+        out_weight=ro.out_weight, out_bias=ro.out_bias, **recurrence))
 
 
 def _embedding(code: SlotCode) -> ExactWeight:
@@ -397,16 +401,13 @@ def build_elman(machine: DyckKM, method: str, dtype: torch.dtype = torch.float32
 
     # tanh space (u = (1+g)/2, σ(z) = (1+tanh(z/2))/2): W = A/4, V = U/2, bias = A·1/4 + b/2
     ones = np.ones(H, np.int64)
-    w = {
-        "embedding.weight": _embedding(code),
-        "rnn.weight_ih_l0": ExactWeight(U, 2, True),
-        "rnn.weight_hh_l0": ExactWeight(A, 4, True),
-        "rnn.bias_ih_l0": ExactWeight(A @ ones + b2, 4, True),
-        "rnn.bias_hh_l0": ExactWeight(np.zeros(H, np.int64), 1, True),
-        "h0": ExactWeight(-ones, 1, False),                   # u0 = 0: every slot empty
-    }
-    ro, n_code = _readout_weights(code, F, F @ ones, 2, H)    # u = (1+g)/2
-    w.update(ro)
+    ro = _readout_weights(code, F, F @ ones, 2, H)            # u = (1+g)/2
+    w = _blocks(code, ro,
+                weight_ih=ExactWeight(U, 2, True),
+                weight_hh=ExactWeight(A, 4, True),
+                bias_ih=ExactWeight(A @ ones + b2, 4, True),
+                bias_hh=ExactWeight(np.zeros(H, np.int64), 1, True),
+                h0=ExactWeight(-ones, 1, False))              # u0 = 0: every slot empty
 
     # margin argument (sigmoid space)
     W = max(1, code.match_l1, int(np.abs(code.omega).sum()))
@@ -422,21 +423,23 @@ def build_elman(machine: DyckKM, method: str, dtype: torch.dtype = torch.float32
         f"read the top slot (or slot m) with ℓ₁ weight ≤ W on units of error ≤ 2ε, so every logit "
         f"keeps sign with |logit| ≥ β(½ − 2Wε) = β/4: margin c = 1/4."
     )
-    return _finish(machine, "elman", method, code, H, w, beta, argument, n_code, dtype,
+    return _finish(machine, "elman", method, code, H, w, beta, argument, ro.code_width, dtype,
                    _elman_decoder(code, m, machine.stack_dtype),
-                   {"eps": eps, "W": W, "layout": _elman_layout(code, m)})
+                   _elman_layout(code, m), {"eps": eps, "W": W})
 
 
-def _elman_layout(code: SlotCode, m: int) -> dict:
+def _elman_layout(code: SlotCode, m: int) -> DyckSlots:
     """Which unit holds what (read by structural certification; describes, never changes, the
     network): ``units[copy, slot, j]`` is the index of coordinate j of stack slot ``slot`` (0 =
     top) in copy P (copy 0, written on push) or Q (copy 1, written on pop). Ideal value of a
     unit: g = 2·signs[j]·φ[j] − 1 in the copy that the last operation wrote, −1 in the other copy
     and in empty slots (φ = the slot's code vector, `code.phi`)."""
     d = code.d
-    return {"kind": "push_pop", "slots": m, "slot_width": d, "top": "first",
-            "units": np.arange(2 * m * d).reshape(2, m, d), "signs": code.signs.copy(),
-            "code": code}
+    labels = (tuple(f"{c} slot {s + 1}[{j}]" for c in "PQ" for s in range(m) for j in range(d))
+              if 2 * m * d <= MAX_LABELS else ())
+    return DyckSlots(labels=labels, cell="rnn", kind="push_pop", slots=m, slot_width=d,
+                     top="first", units=np.arange(2 * m * d).reshape(2, m, d),
+                     signs=code.signs.copy(), code=code)
 
 
 def _elman_decoder(code: SlotCode, m: int, dtype: np.dtype
@@ -527,22 +530,19 @@ def build_lstm(machine: DyckKM, method: str, dtype: torch.dtype = torch.float32,
         Whh[rows] = 2 * rn * np.repeat(Wa @ read_a, d, axis=0)
         Wih[rows, q] = D * np.repeat(uo, d)
         bias[rows] = rd * np.repeat(b2, d)
-    w = {
-        "embedding.weight": _embedding(code),
-        "rnn.weight_ih_l0": ExactWeight(Wih, D, True),
-        "rnn.weight_hh_l0": ExactWeight(Whh, D, True),
-        "rnn.bias_ih_l0": ExactWeight(bias, D, True),
-        "rnn.bias_hh_l0": ExactWeight(np.zeros(4 * H, np.int64), 1, True),
-        "h0": ExactWeight(np.zeros(H, np.int64), 1, False),
-        "c0": ExactWeight(np.zeros(H, np.int64), 1, False),
-    }
     # readout features on h: [ρ Z Σ_p h_p ; ρ ω·h_m]
     r = code.r
     F = np.zeros((r + 1, H), np.int64)
     F[:r] = rn * np.tile(code.feat, (1, m))
     F[r, (m - 1) * d:] = rn * code.omega
-    ro, n_code = _readout_weights(code, F, np.zeros(r + 1, np.int64), rd, H)
-    w.update(ro)
+    ro = _readout_weights(code, F, np.zeros(r + 1, np.int64), rd, H)
+    w = _blocks(code, ro,
+                weight_ih=ExactWeight(Wih, D, True),
+                weight_hh=ExactWeight(Whh, D, True),
+                bias_ih=ExactWeight(bias, D, True),
+                bias_hh=ExactWeight(np.zeros(4 * H, np.int64), 1, True),
+                h0=ExactWeight(np.zeros(H, np.int64), 1, False),
+                c0=ExactWeight(np.zeros(H, np.int64), 1, False))
 
     # margin argument
     Wg = int(max(np.abs(gates[g][0]).sum(1).max() for g in ("i", "f", "o")))
@@ -569,19 +569,21 @@ def build_lstm(machine: DyckKM, method: str, dtype: torch.dtype = torch.float32,
         f"margin c = 1/4. The cell integrates (f ≈ 1 is not contractive), so the guarantee is for "
         f"lengths ≤ N (compile with max_length=N to raise it; β grows like 4 ln N)."
     )
-    return _finish(machine, "lstm", method, code, H, w, beta, argument, n_code, dtype,
+    return _finish(machine, "lstm", method, code, H, w, beta, argument, ro.code_width, dtype,
                    _lstm_decoder(code, m, H, machine.stack_dtype),
-                   {"eps": eps, "max_length": N, "rho": rho, "layout": _lstm_layout(code, m)})
+                   _lstm_layout(code, m), {"eps": eps, "max_length": N, "rho": rho})
 
 
-def _lstm_layout(code: SlotCode, m: int) -> dict:
+def _lstm_layout(code: SlotCode, m: int) -> DyckSlots:
     """Which unit holds what (read by structural certification; describes, never changes, the
     network): ``units[slot, j]`` is coordinate j of stack slot ``slot`` (0 = bottom) in h and in
     c (state index H + unit). Ideal values: c = φ (0 for an empty slot); h = tanh(φ) in the top
     slot (slot depth − 1) and 0 elsewhere (φ = the slot's code vector, `code.phi`)."""
     d = code.d
-    return {"kind": "cell_stack", "slots": m, "slot_width": d, "top": "last",
-            "units": np.arange(m * d).reshape(m, d), "code": code}
+    labels = (tuple(f"slot {s + 1}[{j}]" for s in range(m) for j in range(d))
+              if m * d <= MAX_LABELS else ())
+    return DyckSlots(labels=labels, cell="lstm", kind="cell_stack", slots=m, slot_width=d,
+                     top="last", units=np.arange(m * d).reshape(m, d), code=code)
 
 
 def _lstm_decoder(code: SlotCode, m: int, H: int, dtype: np.dtype
@@ -607,7 +609,7 @@ def _lstm_decoder(code: SlotCode, m: int, H: int, dtype: np.dtype
 
 def _finish(machine: DyckKM, target: str, method: str, code: SlotCode, H: int,
             weights: dict[str, ExactWeight], beta: sp.Integer, argument: str, n_code: int | None,
-            dtype: torch.dtype, decoder, info: dict) -> CompiledNetwork:
+            dtype: torch.dtype, decoder, abstraction: DyckSlots, info: dict) -> CompiledNetwork:
     k, m = machine.k, machine.m
     cls = DyckElmanNet if target == "elman" else DyckLSTMNet
     module = cls("rnn" if target == "elman" else "lstm", 2 * k, code.q + 1, H, 2 * k + 1,
@@ -618,7 +620,7 @@ def _finish(machine: DyckKM, target: str, method: str, code: SlotCode, H: int,
         machine=machine, module=module, target=target, method=method, hidden_units=H,
         bound=bound, params={"k": k, "m": m}, weights=weights, scale=beta,
         decoder=decoder, reader=_reader, margin=sp.Rational(1, 4), scale_argument=argument,
-        info={"code": code.name, "slot_width": code.d, **info},
+        info={"code": code.name, "slot_width": code.d, **info}, abstraction=abstraction,
     )
     if net.bound_value != H:
         raise AssertionError(f"{target}/{method}: {H} units but bound gives {net.bound_value}")
@@ -641,20 +643,30 @@ def check_size(machine: DyckKM, target: str, method: str) -> None:
     limits.check(f"{what} ({params:,} parameters)", 32 * params, "max_bytes", hint=hint)
 
 
-def _register(target: str, method: str, builder) -> None:
-    def compile_fn(machine: DyckKM, dtype: torch.dtype = torch.float32, **options):
-        _check(machine)
-        check_size(machine, target, method)
-        return builder(machine, method, dtype=dtype, **options)
+def _compile(target: str, machine: DyckKM, method: str, dtype: torch.dtype, options: dict
+             ) -> CompiledNetwork:
+    """Check the machine, the method and the size, then build (`build_elman` / `build_lstm`)."""
+    _check(machine)
+    if method not in CODES:
+        raise InputError(f"unknown Dyck slot code {method!r}; choose one of {', '.join(CODES)}")
+    check_size(machine, target, method)
+    builder = build_elman if target == "elman" else build_lstm
+    return builder(machine, method, dtype=dtype, **options)
 
-    compile_fn.__name__ = f"dyck_{target}_{method}"
-    compile_fn.__doc__ = f"Dyck-(k, m) → {target} ({method} code); see `pdanet.constructions.dyck`."
-    register(DyckKM, target, method, default=(method == "hewitt"))(compile_fn)
+
+def compile_dyck_elman(machine: DyckKM, method: str = "hewitt", dtype: torch.dtype = torch.float32,
+                       **options) -> CompiledNetwork:
+    """Dyck-(k, m) → Elman RNN with the push/pop slot copies of Hewitt et al. (2020), 2·m·d
+    units for the slot code ``method`` (``hewitt``, ``onehot`` or ``compact``)."""
+    return _compile("elman", machine, method, dtype, options)
 
 
-for _method in ("hewitt", "onehot", "compact"):
-    _register("elman", _method, build_elman)
-    _register("lstm", _method, build_lstm)
+def compile_dyck_lstm(machine: DyckKM, method: str = "hewitt", dtype: torch.dtype = torch.float32,
+                      **options) -> CompiledNetwork:
+    """Dyck-(k, m) → LSTM holding the stack in its cells (Hewitt et al. 2020, "clever gating"),
+    m·d units for the slot code ``method``; option ``max_length`` (see `build_lstm`)."""
+    return _compile("lstm", machine, method, dtype, options)
+
 
 __all__ = [
     "BOUNDS",
@@ -664,6 +676,8 @@ __all__ = [
     "M",
     "build_elman",
     "build_lstm",
+    "compile_dyck_elman",
+    "compile_dyck_lstm",
     "information_floor",
     "lstm_slot_gates",
 ]

@@ -54,6 +54,15 @@ _KEYS = {"embedding": "embedding.weight", "weight_ih": "rnn.weight_ih_l0",
          "out_weight": "out_embedding.weight", "out_bias": "out_embedding.bias"}
 
 
+def module_state(module: nn.Module, numpy: bool = False) -> dict[str, Any]:
+    """``module.state_dict()``: tensors, or with ``numpy`` detached float64 arrays (what the
+    modules' ``blocks(numpy)`` read)."""
+    state = module.state_dict()
+    if numpy:
+        state = {k: v.detach().double().cpu().numpy() for k, v in state.items()}
+    return state
+
+
 def recurrent_state_dict(blocks: RecurrentBlocks) -> dict[str, Any]:
     """The blocks keyed as `RecurrentNet`'s ``state_dict`` (None blocks left out): what a
     construction hands to `load_exact`."""
@@ -100,10 +109,23 @@ class RecurrentNet(nn.Module):
 
     def blocks(self, numpy: bool = False) -> RecurrentBlocks:
         """The weights by meaning: tensors, or with ``numpy`` float64 arrays (detached)."""
-        state = self.state_dict()
-        if numpy:
-            state = {k: v.detach().double().cpu().numpy() for k, v in state.items()}
-        return recurrent_blocks(state)
+        return recurrent_blocks(module_state(self, numpy))
+
+    def preactivations(self, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+        """The recurrence's pre-activations x·W_ihᵀ + h·W_hhᵀ + b_ih + b_hh (…, gates·H) for
+        inputs x (…, input) and previous states h (…, H), in x's dtype (differentiable; for an
+        LSTM the gate blocks i, f, g, o)."""
+        rnn, dt = self.rnn, x.dtype
+        return (x @ rnn.weight_ih_l0.to(dt).T + h @ rnn.weight_hh_l0.to(dt).T
+                + rnn.bias_ih_l0.to(dt) + rnn.bias_hh_l0.to(dt))
+
+    def column_logits(self, h: torch.Tensor) -> torch.Tensor:
+        """The logits of states stored by column, h (H, N) → (O, N): W·h + b per readout layer
+        (what `logits` computes, transposed)."""
+        z = torch.addmm(self.readout.bias[:, None], self.readout.weight, h)
+        if self.out_embedding is not None:
+            z = torch.addmm(self.out_embedding.bias[:, None], self.out_embedding.weight, z)
+        return z
 
     def initial_state(self, batch: int) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         h0 = self.h0.view(1, 1, -1).expand(1, batch, -1).contiguous()
@@ -138,4 +160,5 @@ class RecurrentNet(nn.Module):
         return h2[0], c2[0]
 
 
-__all__ = ["RecurrentBlocks", "RecurrentNet", "recurrent_blocks", "recurrent_state_dict"]
+__all__ = ["RecurrentBlocks", "RecurrentNet", "module_state", "recurrent_blocks",
+           "recurrent_state_dict"]

@@ -37,12 +37,32 @@ from torch import nn
 from pdanet.automata import semiring as srm
 from pdanet.automata.pda import DPDA, PDA
 from pdanet.automata.weighted import WeightedPDA
+from pdanet.constructions.abstraction import NSChart
 from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact
-from pdanet.constructions.table import register
+from pdanet.constructions.modules import module_state
 from pdanet.constructions.stacks.ns import NondeterministicStack
 from pdanet.errors import CompileError, InputError
 
 NEG = 10_000
+
+
+@dataclass(frozen=True)
+class NSBlocks:
+    """An `NSRNNNet`'s weights by meaning: ``embedding`` (|Σ| + 1, Q·G·Q·(2G+1)) the log action
+    weights of each symbol (last row: padding), ``log_final`` (Q·G,) the log final weight of
+    each (state, top)."""
+
+    embedding: Any
+    log_final: Any
+
+
+# NSBlocks field -> the module's state_dict key (only this module spells them)
+_KEYS = {"embedding": "embedding.weight", "log_final": "log_final"}
+
+
+def ns_state_dict(blocks: NSBlocks) -> dict[str, Any]:
+    """The blocks keyed as `NSRNNNet`'s ``state_dict`` (what `load_exact` takes)."""
+    return {key: getattr(blocks, name) for name, key in _KEYS.items()}
 
 
 class NSRNNNet(nn.Module):
@@ -58,6 +78,11 @@ class NSRNNNet(nn.Module):
         self.embedding = nn.Embedding(num_symbols + 1, Q * G * Q * (2 * G + 1))
         self.register_buffer("log_final", torch.zeros(Q * G))
         self.stack = NondeterministicStack(Q, G, "rns", window, start)
+
+    def blocks(self, numpy: bool = False) -> NSBlocks:
+        """The weights by meaning: tensors, or with ``numpy`` float64 arrays (detached)."""
+        state = module_state(self, numpy)
+        return NSBlocks(**{name: state[key] for name, key in _KEYS.items()})
 
     def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         ids = torch.as_tensor(ids)
@@ -90,7 +115,6 @@ def _exact_log(w: float) -> Fraction:
     return Fraction(0) if w == 1 else Fraction(math.log(w))
 
 
-@register(WeightedPDA, "ns_rnn", "embedding", default=True)
 def compile_weighted(machine: WeightedPDA, dtype: torch.dtype = torch.float32,
                      window: int | None = None, neg: int = NEG, **options) -> CompiledNetwork:
     """RNS-RNN with an embedding controller whose readings equal the machine's (module
@@ -112,10 +136,9 @@ def compile_weighted(machine: WeightedPDA, dtype: torch.dtype = torch.float32,
         for x in range(G):
             emb[S, q, x, q, G + x] = Fraction(0)
     final = machine.final_weights(srm.BOOLEAN).reshape(-1)
-    weights = {
-        "embedding.weight": ExactWeight.of(emb.reshape(S + 1, -1), scaled=False),
-        "log_final": ExactWeight.of(np.where(final, 0, -neg).astype(np.int64), scaled=False),
-    }
+    weights = ns_state_dict(NSBlocks(
+        embedding=ExactWeight.of(emb.reshape(S + 1, -1), scaled=False),
+        log_final=ExactWeight.of(np.where(final, 0, -neg).astype(np.int64), scaled=False)))
     module = NSRNNNet(S, Q, G, machine.states.index(machine.start), window, neg)
     module = load_exact(module, weights, 1, dtype)
 
@@ -131,29 +154,28 @@ def compile_weighted(machine: WeightedPDA, dtype: torch.dtype = torch.float32,
         hidden_units=Q * G, bound=sp.Symbol("Q") * sp.Symbol("G"), params={"Q": Q, "G": G},
         weights=weights, scale=sp.Integer(1), decoder=decoder, reader=reader,
         scale_argument="no saturation: log-weights are exact; -L stands in for log 0",
-        unit_labels=tuple(f"({machine.states[q]!r},{machine.stack_symbol(y)!r})"
-                          for q in range(Q) for y in range(G)),
-        info={"neg": neg, "window": window, "error_bound": "exp(n·log(K·w_max/w_min) − L)"})
+        abstraction=NSChart(labels=tuple(f"({machine.states[q]!r},{machine.stack_symbol(y)!r})"
+                                         for q in range(Q) for y in range(G)),
+                            neg=neg, window=window),
+        info={"error_bound": "exp(n·log(K·w_max/w_min) − L)"})
 
 
-@register(DPDA, "ns_rnn", "embedding", default=True)
 def compile_dpda(machine: DPDA, dtype: torch.dtype = torch.float32, **options) -> CompiledNetwork:
     """A real-time DPDA as a weighted PDA with weight one per transition. The network's
-    ``machine`` is that weighted PDA (its fields are readings); ``info["compiled_from"]`` is
+    ``machine`` is that weighted PDA (its fields are readings); ``compiled_from`` is
     the DPDA, which `pdanet.verify` accepts in its place."""
     return _from(machine, compile_weighted(WeightedPDA.from_pda(machine), dtype=dtype, **options))
 
 
-@register(PDA, "ns_rnn", "embedding", default=True)
 def compile_pda(machine: PDA, dtype: torch.dtype = torch.float32, **options) -> CompiledNetwork:
     """A real-time PDA as a weighted PDA with weight one per transition (``machine`` and
-    ``info["compiled_from"]`` as for a DPDA)."""
+    ``compiled_from`` as for a DPDA)."""
     return _from(machine, compile_weighted(WeightedPDA.from_pda(machine), dtype=dtype, **options))
 
 
 def _from(source: Any, net: CompiledNetwork) -> CompiledNetwork:
-    """The network, noting the machine it was converted from."""
-    return replace(net, info={**dict(net.info), "compiled_from": source})
+    """The network, noting the machine it was converted from (``compiled_from``)."""
+    return replace(net, compiled_from=source)
 
 
 @dataclass(frozen=True)
@@ -177,7 +199,7 @@ def compare_readings(machine: Any, net: CompiledNetwork, strings: Sequence, rtol
     rtol·|expected|``), ``log_weight`` (same tolerance, where finite). Pass the same `cache`
     dict to several calls (e.g. a float64 and a float32 network) to run Lang's algorithm once."""
     wpda = machine if isinstance(machine, WeightedPDA) else WeightedPDA.from_pda(machine)
-    window = net.info.get("window")
+    window = net.abstraction.window if isinstance(net.abstraction, NSChart) else None
     cache = {} if cache is None else cache
     strings = [tuple(wpda.alphabet.split(s)) if isinstance(s, str) else tuple(s) for s in strings]
     order = sorted(range(len(strings)), key=lambda j: (len(strings[j]), j))
@@ -210,4 +232,5 @@ def compare_readings(machine: Any, net: CompiledNetwork, strings: Sequence, rtol
     return None
 
 
-__all__ = ["NEG", "Disagreement", "NSRNNNet", "compare_readings", "compile_weighted", "error_bound"]
+__all__ = ["NEG", "Disagreement", "NSBlocks", "NSRNNNet", "compare_readings", "compile_weighted",
+           "error_bound", "ns_state_dict"]

@@ -122,16 +122,16 @@ def _table_store(m: StoreTransducer) -> RealtimeTable:
                  (False,) * len(m.states), False, len(m.output_alphabet), {})
 
 
-
-def one_op(memory: str, mode: int, G: int, R: int, move: tuple) -> tuple[int, str, int]:
+def one_op(noop: bool, mode: int, G: int, R: int, move: tuple) -> tuple[int, str, int]:
     """(new mode, memory op "push"/"pop"/"noop", pushed code) for a one-operation stack, from the
     machine move (pop_end, push_end, y) in ``mode`` with reading R (the memory's top, G = empty).
-    Invariant: mode U — memory = machine stack; mode H_X — memory = machine stack minus its top X
-    (X = ⊥: both empty)."""
+    ``noop``: the stack has a no-op (Joulin–Mikolov); without one (Suzgun) every step pushes or
+    pops. Invariant: mode U — memory = machine stack; mode H_X — memory = machine stack minus its
+    top X (X = ⊥: both empty)."""
     pe, ue, y = move
     op = {(None, None): "noop", (None, "top"): "push", ("top", None): "pop",
           ("top", "top"): "replace"}[(pe, ue)]
-    jm = memory == "joulin_mikolov"
+    jm = noop
     if mode == U:
         X = R
         if op == "noop":
@@ -153,7 +153,6 @@ def one_op(memory: str, mode: int, G: int, R: int, move: tuple) -> tuple[int, st
             return 1 + y, "push", X
         return (1 + y, "noop", -1) if jm else (U, "push", y)
     return (U, "noop", -1) if jm else (1 + R, "pop", -1)
-
 
 
 def store_codes(G: int, code: str) -> np.ndarray:

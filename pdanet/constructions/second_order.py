@@ -11,11 +11,38 @@ logits (B, T+1, O))``; padding (-1) is read as symbol 0.
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass, fields
+from typing import Any
 
 import torch
 from torch import nn
 
+from pdanet.constructions.modules import module_state
 from pdanet.errors import InputError
+
+
+@dataclass(frozen=True)
+class SecondOrderBlocks:
+    """A `SecondOrderRNN`'s weights by meaning: ``weight`` W (|Σ|, H, H) dense or (|Σ|, H) on
+    the fixed pattern, ``bias`` b (H,), ``h0`` (H,), ``readout_weight`` (O, H),
+    ``readout_bias`` (O,)."""
+
+    weight: Any
+    bias: Any
+    h0: Any
+    readout_weight: Any
+    readout_bias: Any
+
+
+# SecondOrderBlocks field -> the module's state_dict key (only this module spells them)
+_KEYS = {"weight": "weight", "bias": "bias", "h0": "h0", "readout_weight": "readout.weight",
+         "readout_bias": "readout.bias"}
+
+
+def second_order_state_dict(blocks: SecondOrderBlocks) -> dict[str, Any]:
+    """The blocks keyed as `SecondOrderRNN`'s ``state_dict``: what a construction hands to
+    `load_exact`."""
+    return {_KEYS[f.name]: getattr(blocks, f.name) for f in fields(blocks)}
 
 
 class SecondOrderRNN(nn.Module):
@@ -42,6 +69,11 @@ class SecondOrderRNN(nn.Module):
         self.bias = nn.Parameter(torch.zeros(hidden_size))
         self.h0 = nn.Parameter(torch.zeros(hidden_size))
         self.readout = nn.Linear(hidden_size, num_outputs)
+
+    def blocks(self, numpy: bool = False) -> SecondOrderBlocks:
+        """The weights by meaning: tensors, or with ``numpy`` float64 arrays (detached)."""
+        state = module_state(self, numpy)
+        return SecondOrderBlocks(**{f: state[k] for f, k in _KEYS.items()})
 
     @property
     def sparse(self) -> bool:
@@ -78,4 +110,4 @@ class SecondOrderRNN(nn.Module):
         return states, self.readout(states)
 
 
-__all__ = ["SecondOrderRNN"]
+__all__ = ["SecondOrderBlocks", "SecondOrderRNN", "second_order_state_dict"]

@@ -24,9 +24,10 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from pdanet.automata import tasks
 from pdanet.automata.base import Machine
 from pdanet.automata.bounded import DyckKM
+from pdanet.automata.tasks import registry as tasks
+from pdanet.automata.tasks.sampling import draw_lengths
 from pdanet.errors import InputError
 
 KINDS = ("next_set", "symbol", "accept")
@@ -79,20 +80,13 @@ class SequenceDataset(Dataset):
                 f"{self.kind!r}, lengths ≤ {self.max_length}>")
 
 
-def _draw_lengths(n: int, lengths: int | Iterable[int], rng: np.random.Generator) -> np.ndarray:
-    choices = [int(lengths)] if isinstance(lengths, (int, np.integer)) else [int(x) for x in lengths]
-    if not choices or min(choices) < 0:
-        raise InputError(f"lengths must be non-negative integers, got {lengths!r}")
-    return np.asarray(choices)[rng.integers(0, len(choices), size=n)]
-
-
 def _strings_of_machine(machine: Machine, n: int, lengths, rng: np.random.Generator
                         ) -> tuple[np.ndarray, np.ndarray]:
     """Strings for a machine given directly: complete words for Dyck-(k, m) (even lengths),
     otherwise random live strings (the machine's sampler or random live walks)."""
     from pdanet.verify.strings import random_live_strings
 
-    want = _draw_lengths(n, lengths, rng)
+    want = np.asarray(draw_lengths(n, lengths, rng), dtype=np.int64)
     if isinstance(machine, DyckKM) and (want % 2).any():
         raise InputError(f"Dyck words have even length; lengths {sorted(set(want.tolist()))} "
                          "include odd ones")

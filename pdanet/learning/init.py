@@ -31,7 +31,12 @@ import torch
 from torch import nn
 
 from pdanet.constructions.base import CompiledNetwork
-from pdanet.constructions.modules import RecurrentNet
+from pdanet.constructions.modules import (
+    RecurrentBlocks,
+    RecurrentNet,
+    recurrent_blocks,
+    recurrent_state_dict,
+)
 from pdanet.errors import CompileError, InputError
 
 _CELLS = {"rnn": "rnn", "elman": "rnn", "tanh": "rnn", "lstm": "lstm"}
@@ -129,7 +134,7 @@ def initialize(model: nn.Module, net: CompiledNetwork, noise: float = 0.0, scale
     if cell != src.cell:
         raise CompileError(f"the compiled network is an {src.cell!r} network; the model's cell is "
                            f"{cell!r}. Build the model with cell={src.cell!r}")
-    w = {k: v.to(torch.float64) for k, v in net.float_weights(scale, torch.float64).items()}
+    w = recurrent_blocks(net.float_weights(scale, torch.float64))
     h, H = src.hidden_size, rnn.hidden_size
     e, E = src.embedding.embedding_dim, emb.embedding_dim
     s, S = src.embedding.num_embeddings, emb.num_embeddings
@@ -162,33 +167,48 @@ def initialize(model: nn.Module, net: CompiledNetwork, noise: float = 0.0, scale
             out[zero_rows, zero_cols] = 0.0
         return out
 
-    new: dict[str, torch.Tensor] = {}
     gates = 4 if cell == "lstm" else 1
-    # embedding: (S, E); extra dimensions of compiled symbols feed only extra units (zeroed below)
-    new["embedding.weight"] = place((S, E), w["embedding.weight"], None, None)
-    for name, cols_src, cols_dst in (("weight_ih_l0", e, E), ("weight_hh_l0", h, H)):
+
+    def matrix(block: torch.Tensor, cols_src: int, cols_dst: int) -> torch.Tensor:
+        """A recurrence matrix (gates·H, cols_dst) holding each gate's compiled rows."""
         big = rand((gates * H, cols_dst))
         for g in range(gates):
-            blk = w[f"rnn.{name}"][g * h:(g + 1) * h]
-            big[g * H:g * H + h, :cols_src] = noisy(blk, w[f"rnn.{name}"])
+            big[g * H:g * H + h, :cols_src] = noisy(block[g * h:(g + 1) * h], block)
             if isolate:
                 big[g * H:g * H + h, cols_src:] = 0.0       # extra dims/units → compiled units
-        new[f"rnn.{name}"] = big
-    for name in ("bias_ih_l0", "bias_hh_l0"):
+        return big
+
+    def vector(block: torch.Tensor) -> torch.Tensor:
         big = rand((gates * H,))
         for g in range(gates):
-            big[g * H:g * H + h] = noisy(w[f"rnn.{name}"][g * h:(g + 1) * h], w[f"rnn.{name}"])
-        new[f"rnn.{name}"] = big
-    for name in ("h0", "c0") if cell == "lstm" else ("h0",):
-        if not isinstance(getattr(model, name, None), torch.Tensor):
-            if bool(w[name].abs().max() > 0):
+            big[g * H:g * H + h] = noisy(block[g * h:(g + 1) * h], block)
+        return big
+
+    have = recurrent_blocks({**dict(model.named_parameters()), **dict(model.named_buffers())})
+
+    def initial(part: str, block: torch.Tensor | None, present: Any) -> torch.Tensor | None:
+        """The model's initial ``part`` (h or c): the compiled one, then zeros; None when the
+        model has none (allowed only when the compiled one is zero)."""
+        name = f"{part}0"
+        if block is None:
+            return None
+        if not isinstance(present, torch.Tensor):
+            if bool(block.abs().max() > 0):
                 raise CompileError(f"the compiled network starts from a nonzero {name}; the model "
                                    f"has no `{name}` parameter. Use LearnerRNN")
-            continue
+            return None
         big = torch.zeros(H, dtype=torch.float64)
-        big[:h] = noisy(w[name])
-        new[name] = big
-    new.update(_readout(w, src, ro, out_emb, h, H, o, place))
+        big[:h] = noisy(block)
+        return big
+
+    # embedding: (S, E); extra dimensions of compiled symbols feed only extra units (zeroed below)
+    new = recurrent_state_dict(RecurrentBlocks(
+        embedding=place((S, E), w.embedding, None, None),
+        weight_ih=matrix(w.weight_ih, e, E), weight_hh=matrix(w.weight_hh, h, H),
+        bias_ih=vector(w.bias_ih), bias_hh=vector(w.bias_hh),
+        h0=initial("h", w.h0, have.h0),
+        c0=initial("c", w.c0, have.c0) if cell == "lstm" else None,
+        **_readout(w, src, ro, out_emb, h, H, o, place)))
     with torch.no_grad():
         params = dict(model.named_parameters())
         params.update(dict(model.named_buffers()))
@@ -203,29 +223,29 @@ def _need(what: str, have: int, got: int, arg: str) -> None:
                            f"Build the model with {arg} ≥ {have}")
 
 
-def _readout(w, src, ro: nn.Linear, out_emb, h: int, H: int, o: int, place) -> dict:
-    """Readout tensors for the model: dense (O×H) or factored (code r) as the model is built."""
+def _readout(w: RecurrentBlocks, src, ro: nn.Linear, out_emb, h: int, H: int, o: int, place
+             ) -> dict[str, torch.Tensor]:
+    """Readout blocks for the model (`RecurrentBlocks` fields): dense (O×H) or factored
+    (code r) as the model is built."""
     O_model = ro.out_features if out_emb is None else out_emb.out_features
+    F, f0 = w.readout_weight, w.readout_bias                         # (r, h), (r,)
     if src.out_embedding is not None:
-        F, f0 = w["readout.weight"], w["readout.bias"]               # (r, h), (r,)
-        Oe, oe = w["out_embedding.weight"], w["out_embedding.bias"]  # (o, r), (o,)
+        Oe, oe = w.out_weight, w.out_bias                            # (o, r), (o,)
     else:
-        r = o
-        F, f0 = w["readout.weight"], w["readout.bias"]
-        Oe, oe = torch.eye(r, dtype=torch.float64), torch.zeros(r, dtype=torch.float64)
+        Oe, oe = torch.eye(o, dtype=torch.float64), torch.zeros(o, dtype=torch.float64)
     rows = slice(0, o)
     if out_emb is None:                                               # multiply the factors out
-        return {"readout.weight": place((O_model, H), Oe @ F, rows, slice(h, H)),
-                "readout.bias": place((O_model,), Oe @ f0 + oe, None, None)}
+        return {"readout_weight": place((O_model, H), Oe @ F, rows, slice(h, H)),
+                "readout_bias": place((O_model,), Oe @ f0 + oe, None, None)}
     r, R = F.shape[0], ro.out_features
     if R < r:
         raise CompileError(f"the compiled readout goes through a code of width {r} (or is dense "
                            f"with {r} outputs); the model's factored readout has width {R}. Build "
                            f"the model with readout_code ≥ {r}, or without readout_code")
-    return {"readout.weight": place((R, H), F, slice(0, r), slice(h, H)),
-            "readout.bias": place((R,), f0, None, None),
-            "out_embedding.weight": place((O_model, R), Oe, rows, slice(r, R)),
-            "out_embedding.bias": place((O_model,), oe, None, None)}
+    return {"readout_weight": place((R, H), F, slice(0, r), slice(h, H)),
+            "readout_bias": place((R,), f0, None, None),
+            "out_weight": place((O_model, R), Oe, rows, slice(r, R)),
+            "out_bias": place((O_model,), oe, None, None)}
 
 
 __all__ = ["LearnerRNN", "initialize"]

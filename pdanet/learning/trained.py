@@ -32,10 +32,9 @@ class _CompiledView(nn.Module):
         h = states[..., : self.units]
         if not self.with_cells:
             return h, logits
-        rnn, H = self.model.rnn, self.model.hidden_size
+        H = self.model.hidden_size
         x = self.model.embedding(torch.as_tensor(ids).clamp(min=0))
-        pre = (x @ rnn.weight_ih_l0.T + states[:, :-1] @ rnn.weight_hh_l0.T
-               + rnn.bias_ih_l0 + rnn.bias_hh_l0)          # gates (i, f, g, o) at every step
+        pre = self.model.preactivations(x, states[:, :-1])  # gates (i, f, g, o) at every step
         i, f, g = torch.sigmoid(pre[..., :H]), torch.sigmoid(pre[..., H:2 * H]), \
             torch.tanh(pre[..., 2 * H:3 * H])
         c = self.model.c0.expand(ids.shape[0], H)

@@ -21,12 +21,14 @@ _LAZY: dict[str, str] = {
     "table": "bounds",
     "compare_batch": "lockstep",
     "verify": "lockstep",
+    "VerifyOptions": "lockstep",
     "Counterexample": "report",
     "PhaseResult": "report",
     "Report": "report",
     "live_prefixes": "strings",
     "long_strings": "strings",
     "random_live_strings": "strings",
+    "verify_transduction": "transduction",
 }
 
 __all__ = [
@@ -35,6 +37,7 @@ __all__ = [
     "DFABoundRow",
     "PhaseResult",
     "Report",
+    "VerifyOptions",
     "compare_batch",
     "dfa_table",
     "format_table",
@@ -44,6 +47,7 @@ __all__ = [
     "random_live_strings",
     "table",
     "verify",
+    "verify_transduction",
 ]
 
 

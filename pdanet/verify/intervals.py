@@ -16,10 +16,10 @@ module computes in its dtype (float32 or float64), by the standard error model:
 The float64 arithmetic used here to evaluate the bounds is itself rounded; each result is widened
 by the same model for float64 and then rounded outward with ``nextafter``.
 
-Exact saturation (the "saturating" kernel model, `set_kernel_model`). An LSTM cell whose forget
-gate is exactly 1 keeps its value for every length; the ulp model can never show a gate equal to 1,
-so a proof may instead use facts checked on this build's own kernels: σ(z) = 1 for every float32 z
-with t_σ ≤ z ≤ U, and tanh(z) = 1, tanh(−z) = −1 for every float32 z with t_tanh ≤ z ≤ U
+Exact saturation (the "saturating" kernel model, ``kernel="saturating"`` in `tanh`/`sigmoid`).
+An LSTM cell whose forget gate is exactly 1 keeps its value for every length; the ulp model can
+never show a gate equal to 1, so a proof may instead use facts checked on this build's own
+kernels: σ(z) = 1 for every float32 z with t_σ ≤ z ≤ U, and tanh(z) = 1, tanh(−z) = −1 for every float32 z with t_tanh ≤ z ≤ U
 (`saturation`). What is checked, and why it is enough:
 
 - every float32 z in [t, U] is evaluated, one by one (the scan runs from U downwards over bit
@@ -234,25 +234,13 @@ def lstm_cell(f: Interval, c: Interval, i: Interval, g: Interval, dtype: torch.d
                     np.where(exact, sep_hi, np.maximum(sep_hi, fus_hi)))
 
 
+#: how tanh/sigmoid kernels are modelled, passed to `tanh` and `sigmoid` as ``kernel``:
+#: ``"ulp"`` — the kernel's result is within `ACTIVATION_ULPS` ulps of the true value;
+#: ``"saturating"`` — the ulp model, plus exact saturation in float32: σ(z) = 1 for every float z
+#: in [`saturation`(dtype).sigmoid, ….upto] and tanh(z) = ±1 for every float ±z in [….tanh,
+#: ….upto], each float of those ranges checked on this build's kernels (module docstring, "Exact
+#: saturation"). Saturated gates are then exactly 1, which the ulp model alone can never show.
 KERNEL_MODELS = ("ulp", "saturating")
-_kernel_model = "ulp"
-
-
-def set_kernel_model(model: str) -> str:
-    """Choose how tanh/sigmoid kernels are modelled; returns the previous model.
-
-    ``"ulp"`` (default): the kernel's result is within `ACTIVATION_ULPS` ulps of the true value.
-    ``"saturating"``: the ulp model, plus exact saturation in float32 — σ(z) = 1 for every float
-    z in [`saturation`(dtype).sigmoid, ….upto] and tanh(z) = ±1 for every float ±z in
-    [….tanh, ….upto], each float of those ranges checked on this build's kernels (module
-    docstring, "Exact saturation"). Saturated gates are then exactly 1, which the ulp model alone
-    can never show.
-    """
-    global _kernel_model
-    if model not in KERNEL_MODELS:
-        raise ValueError(f"kernel model must be one of {KERNEL_MODELS}, got {model!r}")
-    previous, _kernel_model = _kernel_model, model
-    return previous
 
 
 def _to_dtype_outward(x: np.ndarray, dtype: torch.dtype, up: bool) -> torch.Tensor:
@@ -367,9 +355,9 @@ def _wide_probes(kind: str):
             lstm.weight_ih_l0[2 * h:2 * h + n] = eye                # g gate of units 0..n−1: z
             lstm.weight_ih_l0[2 * h + n:3 * h] = -eye               # g gate of units n..2n−1: −z
             lstm.bias_ih_l0[:h] = 64.0                              # i gate: σ(64) = 1
-            rnn = _zeroed(torch.nn.RNN(n, h, batch_first=True), torch.float32)
-            rnn.weight_ih_l0[:n] = eye
-            rnn.weight_ih_l0[n:] = -eye
+            elman = _zeroed(torch.nn.RNN(n, h, batch_first=True), torch.float32)
+            elman.weight_ih_l0[:n] = eye
+            elman.weight_ih_l0[n:] = -eye
     zeros: dict = {}
 
     def state(rows: int, width: int) -> torch.Tensor:
@@ -385,7 +373,7 @@ def _wide_probes(kind: str):
                 c = lstm(x, (state(rows, n), state(rows, n)))[1][1][0]
                 return [(torch.sigmoid(x), (1.0,)), (c.view(rows, 1, n), (1.0,))]
             c = lstm(x, (state(rows, 2 * n), state(rows, 2 * n)))[1][1][0]
-            r = rnn(x, state(rows, 2 * n))[0]
+            r = elman(x, state(rows, 2 * n))[0]
             return [(torch.tanh(x), (1.0,)), (torch.tanh(-x), (-1.0,)),
                     (c.view(rows, 2, n), (1.0, -1.0)), (r.view(rows, 2, n), (1.0, -1.0))]
     return values
@@ -570,12 +558,14 @@ def saturation(dtype: torch.dtype, upto: float = 0.0) -> Saturation:
                       _from_bits(top))
 
 
-def _activation(f, a: Interval, dtype: torch.dtype, kind: str) -> Interval:
+def _activation(f, a: Interval, dtype: torch.dtype, kind: str, kernel: str) -> Interval:
+    if kernel not in KERNEL_MODELS:
+        raise ValueError(f"kernel model must be one of {KERNEL_MODELS}, got {kernel!r}")
     u = unit_roundoff(dtype)
     lo, hi = f(a.lo), f(a.hi)
     err = (ACTIVATION_ULPS * 2 * u + 4 * _U64) * np.maximum(np.abs(lo), np.abs(hi)) + tiny(dtype)
     out = Interval(lo, hi).widen(err)
-    if _kernel_model != "saturating" or dtype != torch.float32:
+    if kernel != "saturating" or dtype != torch.float32:
         return out
     sat = saturation(dtype)
     z = getattr(sat, kind)
@@ -595,22 +585,27 @@ def _activation(f, a: Interval, dtype: torch.dtype, kind: str) -> Interval:
     return Interval(lo, hi)
 
 
-def tanh(a: Interval, dtype: torch.dtype) -> Interval:
-    out = _activation(np.tanh, a, dtype, "tanh")
+def tanh(a: Interval, dtype: torch.dtype, kernel: str = "ulp") -> Interval:
+    """Enclosure of the dtype's tanh over ``a`` under the kernel model ``kernel``
+    (`KERNEL_MODELS`)."""
+    out = _activation(np.tanh, a, dtype, "tanh", kernel)
     return Interval(np.maximum(out.lo, -1.0), np.minimum(out.hi, 1.0))
 
 
-def sigmoid(a: Interval, dtype: torch.dtype) -> Interval:
+def sigmoid(a: Interval, dtype: torch.dtype, kernel: str = "ulp") -> Interval:
+    """Enclosure of the dtype's logistic sigmoid over ``a`` under the kernel model ``kernel``
+    (`KERNEL_MODELS`)."""
     def f(z):  # the numerically stable logistic, accurate to a few float64 ulps everywhere
         with np.errstate(over="ignore"):
             e = np.exp(-np.abs(z))
             return np.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
-    out = _activation(f, a, dtype, "sigmoid")
+    out = _activation(f, a, dtype, "sigmoid", kernel)
     return Interval(np.maximum(out.lo, 0.0), np.minimum(out.hi, 1.0))
 
 
 __all__ = [
     "ACTIVATION_ULPS",
+    "KERNEL_MODELS",
     "Interval",
     "Saturation",
     "add",
@@ -621,7 +616,6 @@ __all__ = [
     "mul",
     "saturation",
     "scale",
-    "set_kernel_model",
     "sigmoid",
     "tanh",
     "to_dtype",

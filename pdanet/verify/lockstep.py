@@ -40,16 +40,19 @@ stack gets, instead of O(depth); where the proof does not go through, whole stac
 
 from __future__ import annotations
 
+import math
+import numbers
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
 import torch
 
 from pdanet.automata.base import Machine
+from pdanet.constructions.base import as_dtype
 from pdanet.errors import InputError, VerificationError
 from pdanet.verify import strings as S
 from pdanet.verify.report import Counterexample, PhaseResult, Report, readable
@@ -323,66 +326,156 @@ class _Phase:
     want_length: int | None = None  # every string should have this length (long phase)
 
 
-def verify(
-    machine: Machine,
-    net,
-    max_length: int | None = 6,
-    samples: int = 1000,
-    long_length: int = 1000,
-    long_samples: int = 16,
-    dtype: Any = None,
-    batch_size: int = 1024,
-    seed: int = 0,
-    progress: bool = False,
-    *,
-    strings: Sequence | np.ndarray | None = None,
-    sample_lengths: int | tuple[int, int] | None = None,
-    busy: float = 0.7,
-    max_strings: int = S.DEFAULT_MAX_STRINGS,
-    max_batch_steps: int = DEFAULT_MAX_BATCH_STEPS,
-    rtol: float | None = None,
-    atol: float | None = None,
-    overlap: bool = True,
-) -> Report:
-    """Check that `net` agrees with `machine` at every step of every checked string.
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_number(value: Any) -> bool:
+    """A real number that is not a boolean and not NaN."""
+    return (isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+            and not math.isnan(value))
+
+
+_INT_FIELDS = {"samples": 0, "long_length": 0, "long_samples": 0, "batch_size": 1,
+               "max_strings": 1, "max_batch_steps": 1}  # name -> least value
+
+
+@dataclass(frozen=True, eq=False)
+class VerifyOptions:
+    """What `verify` checks and how: one immutable value, validated on construction (InputError
+    naming the bad field); `verify(machine, net, options, **overrides)` takes one, with keyword
+    overrides replaced into it and validated the same way.
 
     ``max_length``: every live prefix up to this length (None: skip); ``samples`` random live
-    strings with lengths uniform in ``sample_lengths`` (default ``(max_length + 1,
-    max(4·max_length, 16))``, beyond what the exhaustive phase covers, or (0, 16) without one);
-    ``long_samples`` strings of ``long_length`` symbols kept busy (``machine.sample(..., busy=)``
-    when available); ``strings``: explicit strings checked first (InputError names any symbol
-    outside the alphabet), or the same already encoded as a 2-D array of alphabet indices padded
-    with -1 (as `Machine.encode` returns them). ``dtype`` rebuilds the network in that dtype first
-    (`CompiledNetwork.with_scale`). ``rtol``/``atol``: tolerance for real-valued fields (e.g. an
-    NS-RNN's ``"reading"``): agreement is ``|got − expected| ≤ atol + rtol·|expected|``; by
-    default 1e-5/1e-7 for a float64 network and 1e-3/1e-6 otherwise. Integer and boolean fields
-    (states, stacks, outputs) are always compared exactly. ``overlap``: run the network in a
-    worker thread while the machine simulates the same batch (faster when a core is free; on a
-    saturated CPU, ``False`` avoids the two threads contending). Raises VerificationError when the
-    check cannot be carried out (too many prefixes: lower ``max_length``; decoder shapes that do not match the machine's).
+    strings with lengths uniform in ``sample_lengths`` (an int or an inclusive (low, high); default
+    ``(max_length + 1, max(4·max_length, 16))``, beyond what the exhaustive phase covers, or
+    (0, 16) without one); ``long_samples`` strings of ``long_length`` symbols kept busy
+    (``machine.sample(..., busy=)`` when available, ``busy`` in [0, 1]); ``strings``: explicit
+    strings checked first (InputError names any symbol outside the alphabet), or the same already
+    encoded as a 2-D array of alphabet indices padded with -1 (as `Machine.encode` returns them).
+    ``dtype`` rebuilds the network in that floating dtype first (`CompiledNetwork.with_scale`).
+    ``rtol``/``atol``: tolerance for real-valued fields (e.g. an NS-RNN's ``"reading"``):
+    agreement is ``|got − expected| ≤ atol + rtol·|expected|``; by default 1e-5/1e-7 for a float64
+    network and 1e-3/1e-6 otherwise. Integer and boolean fields (states, stacks, outputs) are
+    always compared exactly. ``seed`` seeds the random phases. ``batch_size`` rows and about
+    ``max_batch_steps`` positions per network call; ``max_strings`` caps the exhaustive phase.
+    ``overlap``: run the network in a worker thread while the machine simulates the same batch
+    (faster when a core is free; on a saturated CPU, ``False`` avoids the two threads
+    contending). ``progress``: progress bars (tqdm).
     """
-    if batch_size < 1:
-        raise InputError(f"batch_size must be ≥ 1, got {batch_size}")
-    for label, v in (("samples", samples), ("long_samples", long_samples),
-                     ("long_length", long_length)):
-        if v < 0:
-            raise InputError(f"{label} must be ≥ 0, got {v}")
+
+    max_length: int | None = 6
+    samples: int = 1000
+    long_length: int = 1000
+    long_samples: int = 16
+    dtype: Any = None
+    batch_size: int = 1024
+    seed: Any = 0
+    progress: bool = False
+    strings: Sequence | np.ndarray | None = None
+    sample_lengths: int | tuple[int, int] | None = None
+    busy: float = 0.7
+    max_strings: int = S.DEFAULT_MAX_STRINGS
+    max_batch_steps: int = DEFAULT_MAX_BATCH_STEPS
+    rtol: float | None = None
+    atol: float | None = None
+    overlap: bool = True
+
+    def __post_init__(self) -> None:
+        def need(name: str, ok: bool, what: str) -> None:
+            if not ok:
+                raise InputError(f"{name} must be {what}, got {getattr(self, name)!r}")
+
+        for name, least in _INT_FIELDS.items():
+            value = getattr(self, name)
+            need(name, _is_int(value) and value >= least, f"an integer ≥ {least}")
+            object.__setattr__(self, name, int(value))
+        if self.max_length is not None:
+            need("max_length", _is_int(self.max_length) and self.max_length >= 0,
+                 "an integer ≥ 0 or None")
+            object.__setattr__(self, "max_length", int(self.max_length))
+        for name in ("progress", "overlap"):
+            need(name, isinstance(getattr(self, name), (bool, np.bool_)), "True or False")
+            object.__setattr__(self, name, bool(getattr(self, name)))
+        for name in ("rtol", "atol"):
+            value = getattr(self, name)
+            need(name, value is None or (_is_number(value) and value >= 0), "a number ≥ 0 or None")
+        need("busy", _is_number(self.busy) and 0 <= self.busy <= 1, "a probability in [0, 1]")
+        need("seed", self.seed is None or (_is_int(self.seed) and self.seed >= 0)
+             or isinstance(self.seed, (np.random.Generator, np.random.BitGenerator,
+                                       np.random.SeedSequence)),
+             "an integer ≥ 0, None or a numpy Generator")
+        if self.sample_lengths is not None:
+            try:
+                lo_hi = S.length_range(self.sample_lengths)
+            except (InputError, TypeError, ValueError):
+                lo_hi = None
+            need("sample_lengths", lo_hi is not None,
+                 "a length ≥ 0 or a range (low, high) with 0 ≤ low ≤ high")
+            object.__setattr__(self, "sample_lengths", lo_hi)
+        if self.dtype is not None:
+            object.__setattr__(self, "dtype", as_dtype(self.dtype))
+        if self.strings is not None and not isinstance(self.strings, np.ndarray):
+            need("strings", isinstance(self.strings, Iterable)
+                 and not isinstance(self.strings, (str, bytes)),
+                 "a sequence of strings or a 2-D array of symbol indices")
+            object.__setattr__(self, "strings", tuple(self.strings))
+
+    @classmethod
+    def of(cls, options: VerifyOptions | None = None, **overrides: Any) -> VerifyOptions:
+        """`options` (default: the defaults) with `overrides` replaced into it; InputError for
+        anything but a VerifyOptions or None, and for a name that is not a field."""
+        if options is None:
+            options = cls()
+        elif not isinstance(options, cls):
+            raise InputError(f"options must be a VerifyOptions or None, got {options!r}; pass "
+                             "verify's settings by keyword (e.g. max_length=6) or as "
+                             "VerifyOptions(max_length=6)")
+        unknown = sorted(set(overrides) - {f.name for f in fields(cls)})
+        if unknown:
+            raise InputError(f"verify takes no option(s) {', '.join(unknown)}; it takes: "
+                             f"{', '.join(f.name for f in fields(cls))}")
+        return replace(options, **overrides) if overrides else options
+
+    def _key(self) -> tuple:
+        s = self.strings
+        if isinstance(s, np.ndarray):
+            s = ("array", s.dtype.str, s.shape, s.tobytes())
+        return tuple(s if f.name == "strings" else getattr(self, f.name) for f in fields(self))
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+
+def verify(machine: Machine, net, options: VerifyOptions | None = None, **overrides: Any
+           ) -> Report:
+    """Check that `net` agrees with `machine` at every step of every checked string.
+
+    What is checked is a `VerifyOptions` (its docstring lists the fields and their defaults):
+    ``options``, with any keyword ``overrides`` replaced into it, e.g.
+    ``verify(m, net, max_length=8, samples=0)`` or ``verify(m, net, VerifyOptions(seed=1),
+    long_samples=0)``; a bad value is an InputError naming its field. Raises VerificationError
+    when the check cannot be carried out (too many prefixes: lower ``max_length``; decoder
+    shapes that do not match the machine's).
+    """
+    o = VerifyOptions.of(options, **overrides)
     machine = _compiled_machine(machine, net)
-    if dtype is not None:   # a floating dtype or its name (`with_scale`: InputError otherwise)
-        net = net.with_scale(dtype=dtype)
-    tol = Tolerance.for_dtype(_net_dtype(net), rtol, atol)
-    rng = np.random.default_rng(seed)
+    if o.dtype is not None:
+        net = net.with_scale(dtype=o.dtype)
+    tol = Tolerance.for_dtype(_net_dtype(net), o.rtol, o.atol)
+    rng = np.random.default_rng(o.seed)
 
     phases: list[_Phase] = []
-    if strings is not None:
-        given = S.encode_strings(machine, strings)  # validates symbols before any work
+    if o.strings is not None:
+        given = S.encode_strings(machine, o.strings)  # validates symbols before any work
         phases.append(_Phase("given", f"{len(given[1])} explicit strings", lambda: given, True))
+    max_length = o.max_length
     if max_length is not None:
-        if max_length < 0:
-            raise InputError(f"max_length must be ≥ 0 or None, got {max_length}")
-
         def exhaustive():
-            levels = S.live_prefixes(machine, max_length, max_strings)
+            levels = S.live_prefixes(machine, max_length, o.max_strings)
             ids = np.full((sum(len(x) for x in levels), max_length), -1, dtype=np.int64)
             lengths = np.concatenate([np.full(len(x), n, dtype=np.int64)
                                       for n, x in enumerate(levels)])
@@ -394,36 +487,36 @@ def verify(
 
         phases.append(_Phase("exhaustive", f"every live prefix of length ≤ {max_length}",
                              exhaustive, False))
-    if samples > 0:
-        if sample_lengths is not None:
-            rng_lengths = sample_lengths
+    if o.samples > 0:
+        if o.sample_lengths is not None:
+            lo_hi = o.sample_lengths
         elif max_length is not None and max_length > 0:
             # the exhaustive phase covers every length ≤ max_length: sample beyond it
-            rng_lengths = (max_length + 1, max(4 * max_length, 16))
+            lo_hi = (max_length + 1, max(4 * max_length, 16))
         else:
-            rng_lengths = (0, 16)
-        lo_hi = S.length_range(rng_lengths)
+            lo_hi = (0, 16)
 
         def random_phase():
-            ids, lengths = S.random_live_strings(machine, samples, lo_hi, rng)
+            ids, lengths = S.random_live_strings(machine, o.samples, lo_hi, rng)
             order = np.argsort(lengths, kind="stable")
             return ids[order], lengths[order]
 
-        phases.append(_Phase("random", f"{samples} random live strings, lengths "
+        phases.append(_Phase("random", f"{o.samples} random live strings, lengths "
                                        f"{lo_hi[0]}–{lo_hi[1]}", random_phase, True))
-    if long_samples > 0 and long_length > 0:
-        phases.append(_Phase("long", f"{long_samples} busy strings of length {long_length}",
-                             lambda: S.long_strings(machine, long_samples, long_length, rng,
-                                                    busy=busy), True, long_length))
+    if o.long_samples > 0 and o.long_length > 0:
+        phases.append(_Phase("long", f"{o.long_samples} busy strings of length {o.long_length}",
+                             lambda: S.long_strings(machine, o.long_samples, o.long_length, rng,
+                                                    busy=o.busy), True, o.long_length))
 
     start = time.perf_counter()
-    if overlap:
+    if o.overlap:
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pdanet-verify") as executor:
-            results, cex, fields, notes = _check_phases(machine, net, phases, batch_size,
-                                                        max_batch_steps, progress, executor, tol)
+            results, cex, fields_, notes = _check_phases(machine, net, phases, o.batch_size,
+                                                         o.max_batch_steps, o.progress, executor,
+                                                         tol)
     else:
-        results, cex, fields, notes = _check_phases(machine, net, phases, batch_size,
-                                                    max_batch_steps, progress, None, tol)
+        results, cex, fields_, notes = _check_phases(machine, net, phases, o.batch_size,
+                                                     o.max_batch_steps, o.progress, None, tol)
     done = {p.name for p in results if p.complete}
     if {"exhaustive", "random"} <= done and lo_hi[1] <= max_length:
         notes.append("the random strings were no longer than max_length, so the exhaustive phase "
@@ -433,7 +526,7 @@ def verify(
         ok=cex is None,
         machine=str(getattr(machine, "name", None) or repr(machine)),
         network=str(getattr(net, "construction", type(net).__name__)),
-        fields=fields,
+        fields=fields_,
         strings_checked=sum(p.strings for p in results),
         steps_checked=sum(p.steps for p in results),
         phases=tuple(results),
@@ -446,13 +539,13 @@ def verify(
 
 def _compiled_machine(machine: Machine, net) -> Machine:
     """The machine to run beside `net`: ``net.machine`` when `machine` is it (or equal to it),
-    or is the machine it was converted from before compiling (``net.info["compiled_from"]``,
+    or is the machine it was converted from before compiling (``net.compiled_from``,
     e.g. a DPDA compiled to ``ns_rnn`` through its weighted PDA, whose fields the network
     decodes); VerificationError for any other machine."""
     compiled_for = getattr(net, "machine", machine)
     if compiled_for is machine or compiled_for == machine:
         return compiled_for
-    source = (getattr(net, "info", None) or {}).get("compiled_from")
+    source = getattr(net, "compiled_from", None)
     if source is not None and (source is machine or source == machine):
         return compiled_for
     origin = f" (converted from {source!r})" if source is not None else ""
@@ -528,4 +621,4 @@ def _progress(enabled: bool, name: str, total: int):
     return tqdm(total=total, desc=f"verify {name}", unit="step", unit_scale=True, leave=False)
 
 
-__all__ = ["BatchOutcome", "Tolerance", "compare_batch", "verify"]
+__all__ = ["BatchOutcome", "Tolerance", "VerifyOptions", "compare_batch", "verify"]

@@ -11,6 +11,10 @@ frozen dataclasses of tensors; actions are NamedTuples of tensors produced by a 
 - `InputBuffer`, `OutputBuffer`: Hao et al. (2018) §2.3 (ε-steps on input and output).
 - `NondeterministicStack`: DuSell & Chiang (2021), the (R)NS-RNN's stack WFA (Lang's algorithm
   over log action weights; its own ``forward(log_actions) -> NSResult`` interface).
+
+The Grefenstette, Joulin–Mikolov and Suzgun stores are also `Store`s (`protocol`): they give a
+compiled controller their one-step op encoding (``actions``), their discrete semantics
+(``apply``, checked by `check_store`) and an in-place run (``run``).
 """
 
 from pdanet.constructions.stacks.buffered import BufferState, InputBuffer, OutputBuffer
@@ -25,6 +29,7 @@ from pdanet.constructions.stacks.grefenstette import (
     StratifiedState,
 )
 from pdanet.constructions.stacks.ns import NondeterministicStack
+from pdanet.constructions.stacks.protocol import Store, StoreRun, SymbolCodes, check_store
 from pdanet.constructions.stacks.superposition import (
     NOOP,
     POP,
@@ -73,10 +78,14 @@ __all__ = [
     "NondeterministicStack",
     "OutputBuffer",
     "StackActions",
+    "Store",
+    "StoreRun",
     "StratifiedState",
     "SuperpositionActions",
     "SuperpositionStack",
     "SuperpositionState",
     "SuzgunActions",
     "SuzgunStack",
+    "SymbolCodes",
+    "check_store",
 ]

@@ -29,27 +29,40 @@ def prefix_exclusive(s: torch.Tensor) -> torch.Tensor:
     return F.pad(s.cumsum(-1)[..., :-1], (1, 0))
 
 
-def pop_top(s: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    """Remove strength ``u`` (B,) from the top: max(0, s[i] − max(0, u − Σ_{j>i} s[j])).
+def pop_with(s: torch.Tensor, u: torch.Tensor, rest: torch.Tensor, inplace: bool = False
+             ) -> torch.Tensor:
+    """Remove strength ``u`` (B, 1) from the end that ``rest`` measures from:
+    max(0, s[i] − max(0, u − rest[i])), where rest[i] = Σ_{j>i} s[j] pops the top (Grefenstette
+    et al. (2015) Eq. 2, first case) and rest[i] = Σ_{j<i} s[j] the front (Eq. 4); any u ≥ 0
+    (u > 1 pops several cells). With ``inplace`` the result overwrites ``s``."""
+    cut = torch.relu_(u - rest)
+    return torch.relu_(s.sub_(cut) if inplace else s - cut)
 
-    Grefenstette et al. (2015) Eq. 2, first case; any u ≥ 0 (u > 1 pops several cells).
-    """
-    return torch.relu(s - torch.relu(u.unsqueeze(-1) - suffix_exclusive(s)))
+
+def read_with(s: torch.Tensor, rest: torch.Tensor) -> torch.Tensor:
+    """Weights of the unit read from the end that ``rest`` measures from:
+    min(s[i], max(0, 1 − rest[i])) (Eq. 3 with rest = Σ_{j>i} s[j], Eq. 5 with Σ_{j<i} s[j])."""
+    return torch.minimum(s, torch.relu_(1 - rest))
+
+
+def pop_top(s: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """Remove strength ``u`` (B,) from the top (Eq. 2, first case; see `pop_with`)."""
+    return pop_with(s, u.unsqueeze(-1), suffix_exclusive(s))
 
 
 def pop_front(s: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    """Remove strength ``u`` (B,) from the front: max(0, s[i] − max(0, u − Σ_{j<i} s[j])) (Eq. 4)."""
-    return torch.relu(s - torch.relu(u.unsqueeze(-1) - prefix_exclusive(s)))
+    """Remove strength ``u`` (B,) from the front (Eq. 4; see `pop_with`)."""
+    return pop_with(s, u.unsqueeze(-1), prefix_exclusive(s))
 
 
 def read_top_weights(s: torch.Tensor) -> torch.Tensor:
-    """Weights of the unit read from the top: min(s[i], max(0, 1 − Σ_{j>i} s[j])) (Eq. 3)."""
-    return torch.minimum(s, torch.relu(1 - suffix_exclusive(s)))
+    """Weights of the unit read from the top (Eq. 3; see `read_with`)."""
+    return read_with(s, suffix_exclusive(s))
 
 
 def read_front_weights(s: torch.Tensor) -> torch.Tensor:
-    """Weights of the unit read from the front: min(s[i], max(0, 1 − Σ_{j<i} s[j])) (Eq. 5)."""
-    return torch.minimum(s, torch.relu(1 - prefix_exclusive(s)))
+    """Weights of the unit read from the front (Eq. 5; see `read_with`)."""
+    return read_with(s, prefix_exclusive(s))
 
 
 def weighted_rows(w: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
@@ -102,9 +115,11 @@ __all__ = [
     "expect_shape",
     "pop_front",
     "pop_top",
+    "pop_with",
     "prefix_exclusive",
     "read_front_weights",
     "read_top_weights",
+    "read_with",
     "select_rows",
     "suffix_exclusive",
     "weighted_rows",

@@ -11,6 +11,7 @@ equations unchanged. The modules hold no parameters — a controller produces th
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import NamedTuple
 
 import torch
@@ -24,12 +25,17 @@ from pdanet.constructions.stacks.common import (
     expect_shape,
     pop_front,
     pop_top,
+    pop_with,
     read_front_weights,
     read_top_weights,
+    read_with,
     select_rows,
     weighted_rows,
 )
+from pdanet.constructions.stacks.protocol import BlockRun, StoreOps, pack
 from pdanet.errors import InputError
+
+_NOOP, _PUSH, _POP, _REPLACE = (None, None), (None, "top"), ("top", None), ("top", "top")
 
 
 @dataclass(frozen=True)
@@ -56,11 +62,13 @@ class StackActions(NamedTuple):
     value: torch.Tensor  # v_t: the pushed vector
 
 
-class _StratifiedList(nn.Module):
+class _StratifiedList(StoreOps, nn.Module):
     """Shared machinery of the Stack and the Queue: they differ only in which end pops and reads."""
 
     _name = "StratifiedList"
     _top_first = True
+    name = "grefenstette"
+    channels = ("push", "pop")
 
     @staticmethod
     def _pop(s: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
@@ -149,23 +157,33 @@ class _StratifiedList(nn.Module):
         order (stack: bottom first; queue: front first). Meant for saturated states (s ≈ 0 or 1)."""
         return select_rows(state.values, state.strengths > threshold)
 
+    def run(self, batch: int, steps: int, like: torch.Tensor, codes) -> StratifiedRun:
+        """The in-place run of `steps` steps (`pdanet.constructions.stacks.protocol.Store`)."""
+        return StratifiedRun(batch, steps, like, codes, top=self._top_first)
+
 
 class NeuralStack(_StratifiedList):
-    """Grefenstette et al. (2015) neural Stack, Eqs. 1–3: pops and reads at the top."""
+    """Grefenstette et al. (2015) neural Stack, Eqs. 1–3: pops and reads at the top. As a
+    `Store`: channels (push d, pop u); a replace is pop + push in one step (Eq. 2)."""
 
     _name = "NeuralStack"
     _pop = staticmethod(pop_top)
     _read = staticmethod(read_top_weights)
+    ops = MappingProxyType({"noop": _NOOP, "push": _PUSH, "pop": _POP, "replace": _REPLACE})
 
 
 class NeuralQueue(_StratifiedList):
     """Grefenstette et al. (2015) neural Queue, Eqs. 1, 4–5: pushes at the back, pops and reads at
-    the front (row 0)."""
+    the front (row 0). As a `Store`: the front is the bottom end, pushes go to the top end."""
 
     _name = "NeuralQueue"
     _top_first = False
     _pop = staticmethod(pop_front)
     _read = staticmethod(read_front_weights)
+    kind = "queue"
+    reads = ("bottom",)
+    ops = MappingProxyType({"noop": _NOOP, "push": _PUSH, "pop": ("bottom", None),
+                            "replace": ("bottom", "top")})
 
 
 @dataclass(frozen=True)
@@ -205,16 +223,22 @@ class DequeReading(NamedTuple):
     bottom: torch.Tensor
 
 
-class NeuralDeQue(nn.Module):
+class NeuralDeQue(StoreOps, nn.Module):
     """Grefenstette et al. (2015) neural DeQue, Eqs. 6–11.
 
     Each step pops from the top (Eq. 7), then from the bottom (Eq. 8), pushes ``v_bot`` below and
     ``v_top`` above (Eqs. 6, 9), and reads one unit from each end (Eqs. 10, 11). Eq. 7 as printed
     stops the sums and the index range one cell short of the top (2(t−1)−1); we pop over all
-    2(t−1) cells, which is what the surrounding text describes.
+    2(t−1) cells, which is what the surrounding text describes. As a `Store`: two value slots
+    and two readings, (top, bottom).
     """
 
     _name = "NeuralDeQue"
+    name, kind, slots = "grefenstette", "deque", 2
+    channels = ("push_top", "pop_top", "push_bottom", "pop_bottom")
+    reads = pushes = ("top", "bottom")
+    ops = MappingProxyType({"noop": _NOOP, "push_top": _PUSH, "push_bottom": (None, "bottom"),
+                            "pop_top": _POP, "pop_bottom": ("bottom", None)})
 
     def init_state(self, batch: int, width: int, max_time: int, dtype: torch.dtype | None = None,
                    device: torch.device | str | None = None) -> DequeState:
@@ -292,14 +316,116 @@ class NeuralDeQue(nn.Module):
         """Per batch element, the values (k, m) whose strength exceeds ``threshold``, bottom first."""
         return select_rows(state.values, state.strengths > threshold)
 
+    def run(self, batch: int, steps: int, like: torch.Tensor, codes) -> DequeRun:
+        """The in-place run of `steps` steps (`pdanet.constructions.stacks.protocol.Store`)."""
+        return DequeRun(batch, steps, like, codes)
+
+
+# --- in-place runs (the `Store` protocol) ---------------------------------------------------------
+def _rest(s: torch.Tensor, top: bool, cs: torch.Tensor | None = None) -> torch.Tensor:
+    """Σ_{j>i} s_j (``top``) or Σ_{j<i} s_j along the last axis, from the cumulative sum ``cs``
+    of ``s`` (computed when not given)."""
+    cs = s.cumsum(-1) if cs is None else cs
+    return cs[..., -1:] - cs if top else cs - s
+
+
+class StratifiedRun(BlockRun):
+    """`NeuralStack` (``top``) or `NeuralQueue` on preallocated buffers: (B, T) strengths S and
+    (B, m, T) values V, column i = the cell pushed at step i; step t touches only columns ≤ t and
+    writes in place. The rest sums Σ_{j>i} s_j (stack) or Σ_{j<i} s_j (queue) of a read are
+    those of the next step's pop (Eq. 2 / 4 before the push), so each step takes one cumulative
+    sum. Actions (push d, pop u); value (B, m)."""
+
+    def __init__(self, batch: int, steps: int, like: torch.Tensor, codes, top: bool = True):
+        T = max(steps, 1)
+        super().__init__(batch, T, like, codes)
+        m = self.codes.codes.shape[1]
+        self.S = like.new_zeros(batch, T)
+        self.V = like.new_zeros(batch, m, T)          # values, one column per cell
+        self.C = like.new_full((batch, T), -1.0)      # decoded symbol of each cell
+        self.top, self.rest, self.decoded = top, None, 0
+
+    def idle(self, act: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        return act * valid.unsqueeze(1).to(act)          # d = u = 0 leaves the memory unchanged
+
+    def step(self, act: torch.Tensor, value: torch.Tensor, valid=None) -> torch.Tensor:
+        t = self.t
+        if self.grad:               # autograd: new tensors, never writes into ones it saved
+            s = pop_with(self.S[:, :t], act[:, 1:2], self.rest) if t else self.S[:, :0]
+            self.S = torch.cat([s, act[:, :1], self.S[:, t + 1:]], 1)     # Eq. 2 / 4
+            self.V = self.V.clone()
+        else:
+            if t:
+                pop_with(self.S[:, :t], act[:, 1:2], self.rest, inplace=True)   # Eq. 2 / 4, i < t
+            self.S[:, t] = act[:, 0]                                          # Eq. 2 / 4, i = t
+        self.V[:, :, t] = value                                               # Eq. 1
+        self.t = t + 1
+        s = self.S[:, :t + 1]
+        self.rest = _rest(s, self.top)
+        w = read_with(s, self.rest)                                       # Eq. 3 / 5
+        torch.gt(s, 0.5, out=self.alive[:, self.k, :t + 1])
+        self.k += 1
+        return torch.linalg.vecdot(w.unsqueeze(1), self.V[:, :, :t + 1])
+
+    def flush(self) -> tuple[torch.Tensor, torch.Tensor]:
+        t, k = self.t, self.k
+        self.C[:, self.decoded:t] = self.codes(self.V[:, :, self.decoded:t].transpose(1, 2))
+        self.decoded, self.k = t, 0
+        return pack(self.alive[:, :k, :t], self.C[:, None, :t])
+
+
+class DequeRun(StratifiedRun):
+    """`NeuralDeQue` on preallocated buffers (Eqs. 6–11): 2T columns, the 2t live ones in the
+    middle. Actions (push_top, pop_top, push_bottom, pop_bottom); value [v_top; v_bot] (B, 2m);
+    reading [top; bottom] (B, 2m)."""
+
+    def __init__(self, batch: int, steps: int, like: torch.Tensor, codes):
+        super().__init__(batch, 2 * max(steps, 1), like, codes)
+        self.N = max(steps, 1)
+
+    def step(self, act: torch.Tensor, value: torch.Tensor, valid=None) -> torch.Tensor:
+        t, N = self.t, self.N
+        m = value.shape[1] // 2
+        lo, hi = N - t, N + t
+        s = self._pops(self.S[:, lo:hi], act, not self.grad) if t else self.S[:, lo:hi]
+        if self.grad:               # autograd: new tensors, never writes into ones it saved
+            self.S = torch.cat([self.S[:, :lo - 1], act[:, 2:3], s, act[:, :1],
+                                self.S[:, hi + 1:]], 1)                         # Eq. 9
+            self.V = self.V.clone()
+        else:
+            self.S[:, lo - 1], self.S[:, hi] = act[:, 2], act[:, 0]                # Eq. 9
+        self.V[:, :, lo - 1], self.V[:, :, hi] = value[:, m:], value[:, :m]        # Eq. 6
+        self.t = t + 1
+        s = self.S[:, lo - 1:hi + 1]
+        cs = s.cumsum(-1)
+        w = torch.stack([read_with(s, _rest(s, True, cs)),                         # Eq. 10
+                         read_with(s, _rest(s, False, cs))], 1)                    # Eq. 11
+        torch.gt(s, 0.5, out=self.alive[:, self.k, lo - 1:hi + 1])
+        self.k += 1
+        r = torch.linalg.vecdot(w.unsqueeze(2), self.V[:, None, :, lo - 1:hi + 1])  # (B, 2, m)
+        return r.reshape(len(s), -1)
+
+    @staticmethod
+    def _pops(s: torch.Tensor, act: torch.Tensor, inplace: bool) -> torch.Tensor:
+        s = pop_with(s, act[:, 1:2], _rest(s, True), inplace)                  # Eq. 7
+        return pop_with(s, act[:, 3:4], _rest(s, False), inplace)              # Eq. 8
+
+    def flush(self) -> tuple[torch.Tensor, torch.Tensor]:
+        live = slice(self.N - self.t, self.N + self.t)
+        self.C[:, live] = self.codes(self.V[:, :, live].transpose(1, 2))
+        k, self.k = self.k, 0
+        return pack(self.alive[:, :k, live], self.C[:, None, live])
+
 
 __all__ = [
     "DequeActions",
     "DequeReading",
+    "DequeRun",
     "DequeState",
     "NeuralDeQue",
     "NeuralQueue",
     "NeuralStack",
     "StackActions",
+    "StratifiedRun",
     "StratifiedState",
 ]

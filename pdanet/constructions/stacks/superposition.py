@@ -12,11 +12,15 @@ bottom one (Yogatama et al.); without one the stack keeps ``max_time`` cells, wh
 overflow. Alongside the cells the state carries ``occupancy``: the same update applied to a
 constant 1 pushed at every step, i.e. the probability that each cell holds an element. It does
 not influence the readings; `contents` uses it to tell an empty cell from a pushed zero vector.
+
+As a `Store` (`pdanet.constructions.stacks.protocol`) the stack's one-step ops are push, no-op and
+pop (a replace takes two steps); ``run`` is `SuperposedRun`, the same update in place.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import NamedTuple
 
 import torch
@@ -29,6 +33,7 @@ from pdanet.constructions.stacks.common import (
     expect_shape,
     select_rows,
 )
+from pdanet.constructions.stacks.protocol import BlockRun, StoreOps, pack
 from pdanet.errors import InputError
 
 PUSH, NOOP, POP = 0, 1, 2
@@ -72,11 +77,12 @@ def superpose(cells: torch.Tensor, value: torch.Tensor, push: torch.Tensor,
     return new
 
 
-class _SuperposedStack(nn.Module):
+class _SuperposedStack(StoreOps, nn.Module):
     """Shared state handling of the superposition stacks (this module and `SuzgunStack`)."""
 
     _name = "SuperposedStack"
     _num_ops = 3
+    takes_depth = True
 
     def _depth(self, max_time: int | None) -> int:
         raise NotImplementedError
@@ -158,6 +164,52 @@ class _SuperposedStack(nn.Module):
         """Per batch element, the cells (k, m) whose occupancy exceeds ``threshold``, bottom first."""
         return select_rows(torch.flip(state.cells, (1,)), torch.flip(state.occupancy, (1,)) > threshold)
 
+    def run(self, batch: int, steps: int, like: torch.Tensor, codes) -> SuperposedRun:
+        """The in-place run of `steps` steps (`pdanet.constructions.stacks.protocol.Store`), with
+        as many cells as `init_state(max_time=steps)` gives."""
+        keep = self.actions("noop") if "noop" in self.ops else None
+        return SuperposedRun(batch, self._depth(steps), like, codes, self._update, keep)
+
+
+class SuperposedRun(BlockRun):
+    """A superposition stack on preallocated buffers: cells top first with the occupancy as one
+    more channel (as in `_SuperposedStack.scan`); only the first min(t+1, D) cells can be
+    non-zero, and only those are updated, by the store's own ``update(cells, value, ops)``.
+    ``keep``: the no-op's actions (padding rows take them), or None for a stack without a no-op
+    (padding rows are then held by `step`). Cells move, so their symbols are decoded at every
+    step."""
+
+    def __init__(self, batch: int, cells: int, like: torch.Tensor, codes, update, keep):
+        super().__init__(batch, cells, like, codes)
+        self.m = self.codes.codes.shape[1]
+        self.cells = like.new_zeros(batch, cells, self.m + 1)
+        self.sym = like.new_full((batch, self.BLOCK, cells), -1.0)
+        self.live, self.update, self.keep = 0, update, keep
+
+    def idle(self, act: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        if self.keep is None:
+            return act                                    # held by `step` (no no-op action)
+        return torch.where(valid.unsqueeze(1), act, act.new_tensor(self.keep))
+
+    def step(self, act: torch.Tensor, value: torch.Tensor, valid=None) -> torch.Tensor:
+        self.live = L = min(self.live + 1, self.cells.shape[1])
+        old = self.cells[:, :L]
+        new = self.update(old, torch.cat([value, torch.ones_like(value[:, :1])], 1), act)
+        if valid is not None and self.keep is None:
+            new = torch.where(valid.view(-1, 1, 1), new, old)
+        if self.grad:                     # a new tensor: autograd keeps the old cells
+            self.cells = torch.cat([new, self.cells[:, L:]], 1)
+        else:
+            self.cells[:, :L] = new
+        self.alive[:, self.k, :L] = new[..., self.m] > 0.5
+        self.sym[:, self.k, :L] = self.codes(new[..., :self.m])
+        self.k += 1
+        return new[:, 0, :self.m]
+
+    def flush(self) -> tuple[torch.Tensor, torch.Tensor]:
+        k, self.k = self.k, 0
+        return pack(self.alive[:, :k, :self.live], self.sym[:, :k, :self.live], reverse=True)
+
 
 class SuperpositionStack(_SuperposedStack):
     """Joulin & Mikolov (2015) stack (DuSell & Chiang 2022, App. A.2); ``depth`` limits it to K cells."""
@@ -165,6 +217,9 @@ class SuperpositionStack(_SuperposedStack):
     _name = "SuperpositionStack"
     _num_ops = 3
     _actions = SuperpositionActions
+    name = "joulin_mikolov"
+    channels = ("push", "noop", "pop")                    # PUSH, NOOP, POP
+    ops = MappingProxyType({"noop": (None, None), "push": (None, "top"), "pop": ("top", None)})
 
     def __init__(self, depth: int | None = None):
         super().__init__()
@@ -194,6 +249,7 @@ __all__ = [
     "NOOP",
     "POP",
     "PUSH",
+    "SuperposedRun",
     "SuperpositionActions",
     "SuperpositionStack",
     "SuperpositionState",

@@ -15,6 +15,7 @@ POP_LEFT → [b,c,d,e,0], POP_RIGHT → [0,a,b,c,d].
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import NamedTuple
 
 import torch
@@ -45,20 +46,33 @@ class SuzgunStack(_SuperposedStack):
 
     Differs from the Joulin–Mikolov stack only in having no no-op. The state's ``occupancy`` is
     the same update applied to a constant 1 (the probability that a cell holds an element).
+    ``depth=None`` sizes the stack to each run: ``max_time + 1`` cells, which never overflow.
+    As a `Store` its one-step ops are push and pop; its ``run`` is `SuperposedRun`.
     """
 
     _name = "SuzgunStack"
     _num_ops = 2
     _actions = SuzgunActions
+    name = "suzgun"
+    channels = ("push", "pop")                            # S_PUSH, S_POP
+    ops = MappingProxyType({"push": (None, "top"), "pop": ("top", None)})
 
-    def __init__(self, depth: int):
+    def __init__(self, depth: int | None = None):
         super().__init__()
-        if not isinstance(depth, int) or depth < 1:
-            raise InputError(f"SuzgunStack: depth must be a positive int, got {depth!r}")
+        if depth is not None and (not isinstance(depth, int) or depth < 1):
+            raise InputError(f"SuzgunStack: depth must be a positive int or None, got {depth!r}")
         self.depth = depth
 
     def _depth(self, max_time: int | None) -> int:
-        return self.depth
+        if self.depth is not None:
+            return self.depth
+        if max_time is None:
+            raise InputError("SuzgunStack: without a depth, init_state needs max_time (the stack "
+                             "keeps max_time + 1 cells)")
+        return max_time + 1
+
+    def _grows_with_time(self) -> bool:
+        return self.depth is None
 
     def _update(self, cells, value, ops):
         return superpose(cells, value, ops[:, S_PUSH], None, ops[:, S_POP])

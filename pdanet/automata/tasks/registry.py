@@ -1,0 +1,150 @@
+"""The registry of named tasks: one explicit list, `TASKS`, and the functions that look a task up
+by name (`names`, `task`, `get`, `sample`, `reference`, `grammar`). Adding a task is adding its
+entry here (its machine, sampler and reference live in the module of its source paper)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from pdanet.automata.base import Machine
+from pdanet.automata.grammar import CFG
+from pdanet.automata.tasks import dusell2021, folklore, grefenstette2015, hao2018, hewitt2020
+from pdanet.automata.tasks import suzgun2019 as suzgun
+from pdanet.automata.tasks.sampling import bits_sampler
+from pdanet.automata.tasks.task import Task
+from pdanet.errors import InputError
+
+TASKS: tuple[Task, ...] = (
+    # Hao et al. (2018)
+    Task("reversal", hao2018.reversal_task_machine, hao2018.reversal_task_sampler,
+         hao2018.reversal_task_reference, "Hao et al. (2018), §3 and §4.1 (Fig. 3); §2.3",
+         "String reversal w #^|w| -> #^|w| w^R as a real-time DPDT; with epsilon=True "
+         "the unpadded w # -> w^R with ε-moves (for the buffered model).", "transduce"),
+    Task("cumulative_xor", hao2018.cumulative_xor_machine, bits_sampler,
+         hao2018.cumulative_xor_reference, "Hao et al. (2018), §4.2 (Fig. 4 left)",
+         "After each bit, the XOR of all bits so far (Mealy DFA).", "transduce"),
+    Task("delayed_xor", hao2018.delayed_xor_machine, bits_sampler,
+         hao2018.delayed_xor_reference, "Hao et al. (2018), §4.2",
+         "After each bit, the XOR of the bits before it (Mealy DFA).", "transduce"),
+    Task("parenthesis_prediction", hao2018.parenthesis_prediction_machine,
+         hao2018.parenthesis_sampler, hao2018.parenthesis_prediction_reference,
+         "Hao et al. (2018), §4.3 (Fig. 4 right)",
+         "Predict the closing bracket that may come next (DPDT).", "transduce",
+         hao2018.parenthesis_grammar),
+    Task("boolean_formula", hao2018.boolean_formula_machine, hao2018.boolean_formula_sampler,
+         hao2018.boolean_formula_reference, "Hao et al. (2018), §4.4",
+         "Evaluate a boolean formula in reverse Polish notation at every symbol (DPDT).",
+         "transduce", hao2018.boolean_grammar),
+    Task("agreement", hao2018.agreement_machine, hao2018.agreement_sampler,
+         hao2018.agreement_reference, "Hao et al. (2018), §4.5",
+         "Subject–auxiliary agreement sentences (PCFG; recognised by a PDA).", "recognise",
+         hao2018.agreement_grammar),
+    # DuSell & Chiang (2021)
+    Task("marked_reversal", dusell2021.marked_reversal_machine, dusell2021.marked_reversal_sampler,
+         dusell2021.marked_reversal_reference, "DuSell & Chiang (2021), §4",
+         "The palindromes w # w^R over {0, 1} (DPDA).", "recognise",
+         dusell2021.marked_reversal_grammar),
+    Task("unmarked_reversal", dusell2021.unmarked_reversal_machine,
+         dusell2021.unmarked_reversal_sampler, dusell2021.unmarked_reversal_reference,
+         "DuSell & Chiang (2021), §4", "Even palindromes w w^R (PDA + PCFG).", "recognise",
+         dusell2021.unmarked_reversal_grammar),
+    Task("padded_reversal", dusell2021.padded_reversal_machine,
+         dusell2021.padded_reversal_sampler, dusell2021.padded_reversal_reference,
+         "DuSell & Chiang (2021), §4",
+         "Palindromes w a^p w^R with a padding run in the middle (PDA + PCFG).", "recognise",
+         dusell2021.padded_reversal_grammar),
+    Task("hardest_cfl", dusell2021.hardest_cfl_task_machine, dusell2021.hardest_cfl_sampler,
+         dusell2021.hardest_cfl_reference, "DuSell & Chiang (2021), §4; Greibach (1973)",
+         "Greibach's hardest context-free language (PCFG; recognised by a PDA; realtime=True: a "
+         "real-time weighted PDA whose runs are the ways to choose each block's y, for the "
+         "NS-RNN).", "recognise", dusell2021.hardest_cfl_grammar),
+    # Suzgun et al. (2019)
+    Task("w_wr_marked", suzgun.w_wr_marked_machine, suzgun.w_wr_marked_sampler,
+         suzgun.w_wr_marked_reference, "Suzgun et al. (2019), §6.2",
+         "w # w^R over {a, b, c}: alias of marked_reversal (DPDA).", "recognise",
+         suzgun.w_wr_marked_grammar),
+    Task("w_phi_wr", suzgun.w_phi_wr_machine, suzgun.w_phi_wr_sampler,
+         suzgun.w_phi_wr_reference, "Suzgun et al. (2019), §6.1",
+         "Homomorphic palindromes w # φ(w^R) (DPDA).", "recognise", suzgun.w_phi_wr_grammar),
+    *(Task(f"dyck{k}", functools.partial(suzgun.dyck_machine, k),
+           functools.partial(suzgun.dyck_sampler, k=k),
+           functools.partial(suzgun.dyck_reference, k=k),
+           "Suzgun et al. (2019), §5" + ("; DuSell & Chiang (2021), §4" if k == 2 else ""),
+           f"The Dyck language D_{k} (DPDA recogniser; PCFG of Suzgun et al. §5).", "recognise",
+           functools.partial(suzgun.dyck_grammar, k))
+      for k in range(1, 7)),
+    Task("string_reversal", hao2018.reversal_machine, hao2018.reversal_sampler,
+         hao2018.reversal_reference, "Suzgun et al. (2019), §7",
+         "w #^|w| -> #^|w| w^R (alias of reversal; real-time DPDT).", "transduce"),
+    # Grefenstette et al. (2015)
+    Task("sequence_copy", grefenstette2015.sequence_copy_machine,
+         grefenstette2015.delayed_sampler, grefenstette2015.sequence_copy_reference,
+         "Grefenstette et al. (2015), §4.1",
+         "w #^|w| -> #^|w| w. Needs a queue: the store transducer (store='queue', the default, "
+         "or 'deque'); with max_length, a bounded Mealy DFA instead.", "transduce"),
+    Task("sequence_reversal", grefenstette2015.sequence_reversal_machine,
+         grefenstette2015.delayed_sampler, grefenstette2015.sequence_reversal_reference,
+         "Grefenstette et al. (2015), §4.1",
+         "w #^|w| -> #^|w| w^R over a vocabulary of V symbols (DPDT).", "transduce"),
+    Task("bigram_flip", grefenstette2015.bigram_flip_machine,
+         grefenstette2015.bigram_flip_sampler, grefenstette2015.bigram_flip_reference,
+         "Grefenstette et al. (2015), §4.1",
+         "w # -> # flip(w), swapping adjacent pairs (streaming Mealy DFA).", "transduce"),
+    # Hewitt et al. (2020)
+    Task("dyck", hewitt2020.dyck, hewitt2020.dyck_km_sampler, hewitt2020.dyck_km_reference,
+         "Hewitt et al. (2020)",
+         "Dyck-(k, m): k bracket types, depth at most m (generator of next-symbol sets).",
+         "recognise"),
+    # standard finite-state examples
+    Task("parity", folklore.parity_machine, bits_sampler, folklore.parity_reference,
+         "standard finite-state example", "Bit strings with an odd number of 1s (DFA).",
+         "recognise"),
+    Task("modular_counter", folklore.modular_counter_machine, folklore.modular_counter_sampler,
+         folklore.modular_counter_reference, "standard finite-state example",
+         "Bit strings whose number of 1s is ≡ residue (mod modulus) (DFA).", "recognise"),
+)
+
+
+_BY_NAME: dict[str, Task] = {t.name: t for t in TASKS}  # names are unique (tested)
+
+
+def names() -> list[str]:
+    """The registered task names, sorted."""
+    return sorted(_BY_NAME)
+
+
+def task(name: str) -> Task:
+    """The `Task` called `name`."""
+    try:
+        return _BY_NAME[name]
+    except (KeyError, TypeError):
+        raise InputError(f"no task named {name!r}; known tasks: {', '.join(names())}") from None
+
+
+def get(name: str, **params) -> Machine:
+    """The machine of task `name` built with `params` (every task has a machine by default)."""
+    return task(name).machine_factory(**params)
+
+
+def sample(name: str, n: int, lengths: int | Iterable[int], rng: Any = None, **params) -> list:
+    """n strings of task `name` (tuples of symbols), lengths drawn uniformly from `lengths`."""
+    return task(name).sampler(n, lengths, rng, **params)
+
+
+def reference(name: str, **params) -> Callable[[Any], Any]:
+    """The independent reference function of task `name` (see `pdanet.automata.tasks`)."""
+    t = task(name)
+    return functools.partial(t.reference, **params) if params else t.reference
+
+
+def grammar(name: str, **params) -> CFG:
+    """The (P)CFG of task `name`."""
+    t = task(name)
+    if t.grammar is None:
+        raise InputError(f"task {name!r} has no grammar")
+    return t.grammar(**params)
+
+
+__all__ = ["TASKS", "get", "grammar", "names", "reference", "sample", "task"]

@@ -1,0 +1,26 @@
+"""One certifier core, one module per family of network.
+
+`certify` chooses the family by the type of the network's abstraction (`FAMILIES`):
+
+- `box` — `RecurrentUnits` (DFA Minsky Elman/LSTM): box induction over explored
+  (configuration, state) pairs;
+- `dyck` — `DyckSlots` (Dyck-(k, m) Elman/LSTM): local views for machines too large to
+  enumerate, else `box`;
+- `stack` — `ControllerMemory` (stack RNNs): exact saturation and the memory lemma;
+- `ns` — `NSChart` (NS-RNN): a bounded-length reading error.
+
+What they share is written once: `core` (`Certificate`, `FailingCase`, argument and pair checks,
+non-finite guards, the cap search and the kernel-model retry) and `induction` (the radius fixed
+point and the LSTM drift bound). A family supplies only its step enclosure and invariant; the
+kernel model is passed to `pdanet.verify.intervals` as a value, never set globally.
+"""
+
+from __future__ import annotations
+
+from pdanet.verify.certify.core import Certificate, FailingCase
+from pdanet.verify.certify.dispatch import FAMILIES, certify, family
+from pdanet.verify.certify.scale import min_scale
+
+certify.min_scale = min_scale  # type: ignore[attr-defined]
+
+__all__ = ["FAMILIES", "Certificate", "FailingCase", "certify", "family", "min_scale"]
