@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import pdanet as pn
 from pdanet.constructions.ns import error_bound
+from pdanet.errors import CertificationError
 from pdanet.verify.certify_stack import (
     _exact_terms_sum,
     _step_invariant,
@@ -226,3 +227,27 @@ def test_ns_rnn_length_bound_on_marked_reversal():
         cert_small.readout_margin < 3 * np.log(44)
     capped = certify_ns_rnn(m, net, max_length=50, check_length=2)
     assert capped.max_length == 50
+
+
+@pytest.mark.parametrize("memory", ["grefenstette", "joulin_mikolov", "suzgun"])
+def test_stack_store_transducers_certify_and_a_mutation_fails(memory):
+    from pdanet.automata.store import sequence_reversal
+
+    m = sequence_reversal(3, "stack")
+    net = pn.compile(m, target="stack_rnn", method=memory)
+    cert = pn.certify(m, net)
+    assert cert.ok and cert.all_lengths, cert
+    bad = net.with_scale()
+    bad.module.actions.weight.data[0, 1] += 0.7        # one action weight off its exact value
+    assert not pn.certify(m, bad).ok
+    report = pn.verify(m, bad, max_length=5, samples=20)   # a store of another width is a
+    assert not report.ok and report.counterexample is not None   # counterexample, not an error
+
+
+def test_queue_networks_are_refused_by_the_stack_certificate():
+    from pdanet.automata.store import sequence_copy
+
+    m = sequence_copy(3)
+    net = pn.compile(m, target="stack_rnn")
+    with pytest.raises(CertificationError, match="queue"):
+        pn.certify(m, net)

@@ -43,24 +43,31 @@ class ExactWeight:
 
     @classmethod
     def of(cls, values: Any, scaled: bool = True) -> ExactWeight:
-        """From ints, Fractions or sympy Rationals (any nested sequence or array)."""
+        """From ints, Fractions or sympy Rationals (any nested sequence or array). Numerators
+        are int64 when they fit, else Python ints (an object array): a common denominator of
+        exact float logarithms is a large power of two."""
         arr = np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) else values
         if arr.dtype != object and np.issubdtype(arr.dtype, np.integer):
             return cls(arr.astype(np.int64), 1, scaled)
         flat = [Fraction(str(v)) if isinstance(v, sp.Basic) else Fraction(v) for v in arr.ravel()]
-        denom = 1
-        for f in flat:
-            denom = denom * f.denominator // np.gcd(denom, f.denominator)
-        numer = np.array([int(f * denom) for f in flat], dtype=np.int64).reshape(arr.shape)
-        return cls(numer, int(denom), scaled)
+        denom = math.lcm(1, *(f.denominator for f in flat))
+        ints = [f.numerator * (denom // f.denominator) for f in flat]
+        fits = all(-(2**63) <= v < 2**63 for v in ints)
+        numer = np.array(ints, dtype=np.int64 if fits else object).reshape(arr.shape)
+        return cls(numer, denom, scaled)
 
     @property
     def shape(self) -> tuple[int, ...]:
         return tuple(self.numer.shape)
 
     def to_float(self, beta: Any, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-        factor = (float(beta) if self.scaled else 1.0) / self.denom
-        return torch.as_tensor(self.numer.astype(np.float64) * factor, dtype=dtype)
+        scale = float(beta) if self.scaled else 1.0
+        if self.numer.dtype == object:   # each entry rounded once from its exact value
+            exact = [float(Fraction(int(v), self.denom)) for v in self.numer.ravel()]
+            values = np.array(exact, dtype=np.float64).reshape(self.numer.shape) * scale
+        else:
+            values = self.numer.astype(np.float64) * (scale / self.denom)
+        return torch.as_tensor(values, dtype=dtype)
 
     def to_sympy(self, beta: Any = BETA) -> sp.Matrix:
         """A sympy matrix (for small blocks): the exact rationals, times β when scaled."""

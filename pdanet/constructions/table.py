@@ -243,12 +243,12 @@ def _palindromes() -> PDA:
 
 
 def _weighted() -> WeightedPDA:
-    """Two states that push, pop and replace; weight one per transition, so the reading of
-    (q, x) counts the runs that end in q with top x."""
-    t = {(0, BOTTOM, "x", 0, "push", "a"): 1.0, (0, BOTTOM, "x", 1, "push", "a"): 1.0,
-         (0, "a", "x", 0, "push", "a"): 1.0, (0, "a", "y", 1, "pop", None): 1.0,
-         (1, "a", "y", 1, "pop", None): 1.0, (1, "a", "x", 0, "replace", "a"): 1.0,
-         (1, BOTTOM, "y", 1, "replace", BOTTOM): 1.0}
+    """Two states that push, pop and replace, with weights other than one, so the reading of
+    (q, x) sums the weights of the runs that end in q with top x."""
+    t = {(0, BOTTOM, "x", 0, "push", "a"): 0.5, (0, BOTTOM, "x", 1, "push", "a"): 0.25,
+         (0, "a", "x", 0, "push", "a"): 0.75, (0, "a", "y", 1, "pop", None): 2.0,
+         (1, "a", "y", 1, "pop", None): 0.3, (1, "a", "x", 0, "replace", "a"): 1.0,
+         (1, BOTTOM, "y", 1, "replace", BOTTOM): 1.5}
     return WeightedPDA((0, 1), "xy", "a", t, 0, accepting={1}, name="weighted")
 
 

@@ -125,18 +125,20 @@ class _Machine:
 
 
 def _machine(machine) -> _Machine:
-    """`realtime.table` of a real-time DPDA, DPDT, DFA or Mealy machine (its CompileError as a
-    CertificationError), refusing what the stack memory cannot hold."""
+    """`realtime.table` of a real-time DPDA, DPDT, DFA, Mealy machine or stack transducer (its
+    CompileError as a CertificationError), refusing what the stack memory cannot hold."""
     try:
         tab = table(machine)
     except CompileError as exc:
         raise CertificationError(str(exc)) from None
-    if tab.fields == "store":
+    if tab.kind != "stack":
         raise CertificationError(
-            f"certify_stack_rnn covers real-time DPDAs, DPDTs and DFAs; got {machine!r}. "
-            "Check other machines with pn.verify")
+            f"{machine!r} has a {tab.kind}; the stack certificate covers stacks only — check "
+            "queues and deques with pn.verify")
     states, symbols = tuple(machine.states), tuple(machine.alphabet.symbols)
-    store = (tuple(repr(s) for s in machine.stack_alphabet) if tab.G else ()) + ("⊥",)
+    alphabet = machine.store_alphabet if tab.fields == "store" else (
+        machine.stack_alphabet if tab.G else ())
+    store = tuple(repr(s) for s in alphabet) + ("⊥",)
     for (p, a, x), mv in tab.trans.items():
         if x == tab.G and Move(*mv).pop_end is not None:
             raise CertificationError(f"transition ({states[p]!r}, {symbols[a]!r}, ⊥) pops ⊥; "
