@@ -35,6 +35,7 @@ from pdanet.automata.store import StoreTransducer, sequence_copy, sequence_rever
 from pdanet.automata.weighted import WeightedPDA
 from pdanet.constructions import realtime
 from pdanet.constructions.base import CompiledNetwork, as_dtype, check_options
+from pdanet.constructions.controllers import STORES
 from pdanet.errors import AutomatonError, CompileError, InputError, PdanetError, UnboundedStackError
 
 Precondition = Callable[[Any], "str | PdanetError | None"]
@@ -130,26 +131,24 @@ class Refusal:
 # --- preconditions (cheap: read the machine's description, build no weights) -------------------
 
 
-def _realtime(machine: Any) -> PdanetError | None:
+def _realtime_with(memory: str) -> Precondition:
     """A real-time deterministic machine that `realtime.table` reads (one input symbol, one
-    store operation and at most one output symbol per step)."""
-    try:
-        realtime.table(machine)
-    except CompileError as exc:
-        return exc
-    return None
+    store operation and at most one output symbol per step) whose store ``memory`` provides
+    (`controllers.STORES`: the one-operation memories hold no queue or deque)."""
 
+    def requires(machine: Any) -> str | PdanetError | None:
+        try:
+            view = realtime.table(machine)
+        except CompileError as exc:
+            return exc
+        if (memory, view.kind) not in STORES:
+            holders = ", ".join(f"{m!r} ({cls.__name__})" for (m, k), cls in STORES.items()
+                                if k == view.kind)
+            return (f"{machine!r} has a {view.kind}; memory {memory!r} holds none (memories "
+                    f"with a {view.kind}: {holders})")
+        return None
 
-def _realtime_stack(machine: Any) -> str | PdanetError | None:
-    """`_realtime`, with a stack: the one-operation memories hold no queue or deque."""
-    try:
-        view = realtime.table(machine)
-    except CompileError as exc:
-        return exc
-    if view.kind != "stack":
-        return (f"{machine!r} has a {view.kind}; only memory='grefenstette' provides a neural "
-                "Queue and DeQue")
-    return None
+    return requires
 
 
 def _one_op_pushdown(machine: Any) -> PdanetError | None:
@@ -259,17 +258,17 @@ def _dyck() -> DyckKM:
 # --- the table ----------------------------------------------------------------------------------
 
 _C = "pdanet.constructions."
-_MEMORIES = ("grefenstette", "joulin_mikolov", "suzgun")
+_MEMORIES = tuple(dict.fromkeys(memory for memory, _ in STORES))
 _STACK_RNN_EXAMPLES: dict[type, Callable[[], Machine]] = {
     DFA: _mealy, DPDA: _anbn, DPDT: _echo_reversal, StoreTransducer: _reversal_stack}
 
 
 def _stack_rnn(mtype: type, memory: str) -> Entry:
-    queue_ok = memory == "grefenstette"
+    queue_ok = (memory, "queue") in STORES
     example = _copy_queue if mtype is StoreTransducer and queue_ok else _STACK_RNN_EXAMPLES[mtype]
     return Entry(mtype, "stack_rnn", memory, _C + "controllers:compile_stack_rnn",
-                 (("memory", memory),), default=queue_ok,
-                 requires=_realtime if queue_ok else _realtime_stack, example=example)
+                 (("memory", memory),), default=memory == _MEMORIES[0],
+                 requires=_realtime_with(memory), example=example)
 
 
 TABLE: tuple[Entry, ...] = (
