@@ -374,9 +374,19 @@ def test_verify_rejects_a_network_for_another_machine():
 def test_verify_rejects_decoder_shape_mismatch():
     machine = dyck(2, 2)
     net = lookup_net(machine)
-    wrong = dataclasses.replace(net, decoder=lambda s: {"stack": net.decoder(s)["stack"][..., :1]})
-    with pytest.raises(VerificationError, match="'stack'"):
+    wrong = dataclasses.replace(net, decoder=lambda s: {"depth": net.decoder(s)["depth"][:, :1]})
+    with pytest.raises(VerificationError, match="'depth'"):
         verify(machine, wrong, max_length=2, samples=0, long_samples=0)
+
+
+def test_a_stack_of_another_width_is_a_counterexample():
+    """Stack widths are each side's own (−1 past the end): a decoder that keeps one cell
+    disagrees where the machine holds two, and says so as a counterexample."""
+    machine = dyck(2, 2)
+    net = lookup_net(machine)
+    wrong = dataclasses.replace(net, decoder=lambda s: {"stack": net.decoder(s)["stack"][..., :1]})
+    report = verify(machine, wrong, max_length=2, samples=0, long_samples=0)
+    assert not report.ok and report.counterexample.field == "stack"
 
 
 def test_verify_in_another_dtype_and_with_progress(capsys):

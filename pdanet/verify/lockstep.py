@@ -269,11 +269,15 @@ def compare_batch(machine: Machine, net, ids: np.ndarray, lengths: np.ndarray,
             wait(pending)
 
 
-def _same_width(e: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Two (B, T, W) cell fields (a stack or store, −1 past its end) padded with −1 to one width:
-    a network that decodes more (or fewer) cells than the machine holds then differs at a
-    position, which is a counterexample, not a format error."""
-    if e.ndim == g.ndim == 3 and e.shape[:2] == g.shape[:2] and e.shape[2] != g.shape[2]:
+CELL_FIELDS = ("stack", "store")  # (B, T, W) cells, −1 past the end; W is each side's own
+
+
+def _same_width(name: str, e: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A stack or store field (`CELL_FIELDS`) of both sides padded with −1 to one width: a network
+    that decodes more (or fewer) cells than the machine holds then differs at a position, which is
+    a counterexample, not a format error. Other fields are returned as they are."""
+    if (name in CELL_FIELDS and e.ndim == g.ndim == 3 and e.shape[:2] == g.shape[:2]
+            and e.shape[2] != g.shape[2]):
         W = max(e.shape[2], g.shape[2])
         pad = lambda a: np.pad(a, ((0, 0), (0, 0), (0, W - a.shape[2])), constant_values=-1)
         return pad(e), pad(g)
@@ -289,7 +293,7 @@ def _first_difference(expected: dict, got: dict, names: list, mask: np.ndarray, 
     bad_any = np.zeros((n, mask.shape[1]), dtype=bool)
     bad_by_field = []
     for name in names:
-        e, g = _same_width(np.asarray(expected[name])[rows], np.asarray(got[name]))
+        e, g = _same_width(name, np.asarray(expected[name])[rows], np.asarray(got[name]))
         if e.shape != g.shape:
             what = "readout" if name == "output" else f"decoded field {name!r}"
             raise VerificationError(
