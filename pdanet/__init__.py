@@ -63,8 +63,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "bounds": ("pdanet.verify.bounds", ""),
     "verify": ("pdanet.verify.lockstep", "verify"),
     "VerifyOptions": ("pdanet.verify.lockstep", "VerifyOptions"),
-    "certify": ("pdanet.verify.certificate", "certify"),
-    "Certificate": ("pdanet.verify.certificate", "Certificate"),
+    "certify": ("pdanet.verify.certify", "certify"),
+    "Certificate": ("pdanet.verify.certify", "Certificate"),
 }
 
 __all__ = [
