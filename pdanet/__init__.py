@@ -37,6 +37,7 @@ from pdanet.automata import (
     DyckKM,
     tasks,
 )
+from pdanet.automata.fst import FST
 from pdanet.automata.io import load
 from pdanet.automata.nfa import NFA
 from pdanet.automata.regex import regex_to_dfa
@@ -82,6 +83,7 @@ __all__ = [
     "Certificate",
     "CompiledNetwork",
     "DyckKM",
+    "FST",
     "VerifyOptions",
     "WeightedPDA",
     "WeightedPDT",

@@ -23,7 +23,8 @@ class FrozenMachineError(AutomatonError):
 
 
 class EpsilonLoopError(AutomatonError):
-    """A pushdown machine has a cycle of ε-moves that never consumes input."""
+    """A cycle of ε-moves that never consumes input: in a pushdown machine, or in a transducer
+    whose ε-moves emit output, so that a translation is infinite (give a maximum length)."""
 
 
 class InputError(PdanetError):

@@ -6,10 +6,11 @@ from pdanet.automata.alphabet import BOTTOM, EPSILON, Alphabet
 from pdanet.automata.base import BatchTrace, Machine, Step
 from pdanet.automata.bounded import BoundedPDA, DyckConfig, DyckKM, dyck
 from pdanet.automata.dfa import DFA, DFAConfig
+from pdanet.automata.fst import FST
 from pdanet.automata.grammar import CFG, PCFG
 from pdanet.automata.pda import DPDA, PDA, PDAConfig
 from pdanet.automata.pdt import DPDT, PDTConfig
 
-__all__ = ["Alphabet", "EPSILON", "BOTTOM", "Machine", "Step", "BatchTrace", "DFA", "DFAConfig",
-           "DyckKM", "DyckConfig", "dyck", "BoundedPDA", "DPDA", "PDA", "PDAConfig", "DPDT",
-           "PDTConfig", "CFG", "PCFG", "tasks"]
+__all__ = ["BOTTOM", "CFG", "DFA", "DPDA", "DPDT", "EPSILON", "FST", "PCFG", "PDA", "Alphabet",
+           "BatchTrace", "BoundedPDA", "DFAConfig", "DyckConfig", "DyckKM", "Machine", "PDAConfig",
+           "PDTConfig", "Step", "dyck", "tasks"]
