@@ -38,7 +38,8 @@ from pdanet.automata import (
     tasks,
 )
 from pdanet.automata.fst import FST
-from pdanet.automata.io import load
+from pdanet.automata.conversions import accepts_empty, pda_to_cfg, to_empty_stack, to_final_state
+from pdanet.automata.io import from_automata_lib, from_pyformlang, load
 from pdanet.automata.nfa import NFA
 from pdanet.automata.regex import regex_to_dfa
 from pdanet.automata.weighted import WeightedPDA, WeightedPDT
@@ -92,14 +93,20 @@ __all__ = [
     "certify",
     "compile",
     "draw",
+    "accepts_empty",
     "errors",
+    "from_automata_lib",
+    "from_pyformlang",
     "initialize",
     "limits",
     "load",
     "load_network",
+    "pda_to_cfg",
     "regex_to_dfa",
     "render",
     "save_network",
+    "to_empty_stack",
+    "to_final_state",
     "tasks",
     "to_networkx",
     "verify",

@@ -124,6 +124,51 @@ def test_cfg_to_pda_agrees_with_generates_up_to_length_6(g):
         assert pda.accepts(w) == g.generates(w), w
 
 
+@pytest.mark.parametrize("g", NOT_LEFT_RECURSIVE, ids=lambda g: g.name)
+def test_cfg_to_empty_stack_pda_agrees_with_generates_up_to_length_6(g):
+    # every grammar here derives ε, as an empty-stack PDA must (its initial stack is just ⊥)
+    pda = g.to_pda(mode="empty_stack")
+    assert pda.acceptance == "empty_stack" and set(pda.states) == {"start", "loop"}
+    for w in all_strings(g.terminals, 6):
+        assert pda.accepts(w) == g.generates(w), w
+
+
+def test_to_pda_mode_errors():
+    with pytest.raises(GrammarError, match="does not derive ε.*final_state"):
+        CFG.parse("S -> a S b | a b").to_pda(mode="empty_stack")
+    with pytest.raises(InputError, match="mode 'stack'"):
+        DYCK2.to_pda(mode="stack")
+    assert DYCK2.to_pda(mode="final_state") == DYCK2.to_pda()
+
+
+# --- ε in rule bodies -----------------------------------------------------------------------------
+def test_epsilon_in_a_body_is_the_empty_string_not_a_terminal():
+    from pdanet.automata.alphabet import EPSILON
+    parsed = CFG.parse("S -> a ε S b | ε ε")
+    assert parsed.terminals.symbols == ("a", "b")
+    assert parsed.rules == (Rule("S", ("a", "S", "b")), Rule("S", ()))
+    built = CFG(["S"], "ab", {"S": [("a", EPSILON, "S", "b"), EPSILON]}, "S")
+    listed = CFG(["S"], "ab", [("S", ["a", "ε", "S", "b"]), Rule("S", (EPSILON,))], "S")
+    assert built == listed == parsed == CFG.parse("S -> a S b | ε")
+    assert CFG(["S"], "a", {"S": EPSILON}, "S").rules == (Rule("S", ()),)
+    p = PCFG(["S"], "a", {"S": {("a", EPSILON, "S"): 0.5, EPSILON: 0.5}}, "S")
+    assert p.probability("S", ()) == 0.5 and p.probability("S", ("a", "S")) == 0.5
+    for w in all_strings("ab", 6):
+        n = len(w) // 2
+        assert parsed.generates(w) == (w == ("a",) * n + ("b",) * n and len(w) % 2 == 0), w
+
+
+def test_bad_rule_bodies_are_typed_errors():
+    with pytest.raises(GrammarError, match="rule body 3"):
+        CFG(["S"], "a", [("S", 3)], "S")
+    with pytest.raises(GrammarError, match="bodies of 'S'"):
+        CFG(["S"], "a", {"S": 3}, "S")
+    with pytest.raises(GrammarError, match="rules must be"):
+        CFG(["S"], "a", 3, "S")
+    with pytest.raises(GrammarError, match="given twice"):     # "a ε" is the body "a"
+        CFG.parse("S -> a | a ε")
+
+
 def test_pda_of_left_recursive_grammar_hits_the_search_bound():
     with pytest.raises(SearchBoundError, match="max_configs=500"):
         AMBIG.to_pda(max_configs=500).accepts("a")

@@ -1,4 +1,5 @@
-"""Machine files: JSON round trips for every kind, SpecError paths, JFLAP import."""
+"""Machine files: JSON round trips for every kind, SpecError paths, JFLAP import, and the
+automata-lib / pyformlang converters."""
 
 from __future__ import annotations
 
@@ -15,17 +16,19 @@ from hypothesis import strategies as st
 from pdanet.automata.alphabet import BOTTOM, EPSILON
 from pdanet.automata.bounded import DyckKM
 from pdanet.automata.dfa import DFA
-from pdanet.automata.store import StoreTransducer
 from pdanet.automata.io import (
     FORMAT_VERSION,
     dumps,
+    from_automata_lib,
     from_dict,
+    from_pyformlang,
     load,
     load_jflap,
     loads,
     save,
     to_dict,
 )
+from pdanet.automata.store import StoreTransducer
 from pdanet.errors import InputError, SpecError
 
 DATA = Path(__file__).parent / "data"
@@ -426,15 +429,154 @@ def test_bottom_discipline_paths():
     assert info.value.path == f"$.transitions[{j}].push[0]"
 
 
-def test_jflap_pda_popping_z_for_good(tmp_path):
+def _jflap_rows(path):
+    """(initial id, final ids, rows (from, to, read, pop, push)) of a JFLAP PDA file, read with
+    ElementTree directly (independent of `load_jflap`)."""
+    import xml.etree.ElementTree as ET
+
+    auto = ET.parse(path).getroot().find("automaton")
+    start = next(s.get("id") for s in auto.findall("state") if s.find("initial") is not None)
+    finals = {s.get("id") for s in auto.findall("state") if s.find("final") is not None}
+    rows = [tuple((t.findtext(tag) or "").strip() for tag in ("from", "to", "read", "pop", "push"))
+            for t in auto.findall("transition")]
+    return start, finals, rows
+
+
+def _jflap_accepts(start, finals, rows, word) -> bool:
+    """JFLAP's PDA semantics by brute force: the stack is a string, top first, starting as "Z";
+    a move applies when the stack starts with its pop string (an empty pop always applies) and
+    replaces that prefix by its push string; accept by final state after the whole input. Rows
+    reading nothing must not grow the stack (so every closure is finite)."""
+
+    def closure(configs):
+        seen, todo = set(configs), list(configs)
+        while todo:
+            q, stack = todo.pop()
+            for f, t, rd, pop, push in rows:
+                if f == q and not rd and stack.startswith(pop):
+                    c = (t, push + stack[len(pop):])
+                    if c not in seen:
+                        seen.add(c)
+                        todo.append(c)
+        return seen
+
+    configs = closure({(start, "Z")})
+    for a in word:
+        configs = closure({(t, push + stack[len(pop):]) for q, stack in configs
+                           for f, t, rd, pop, push in rows
+                           if f == q and rd == a and stack.startswith(pop)})
+    return any(q in finals for q, _ in configs)
+
+
+_Z_FIXTURES = {
+    "anbn_pop_z.jff": ("ab", lambda s: len(s) > 0 and s == "a" * (len(s) // 2) + "b" * (len(s) // 2)),
+    "equal_ab_z.jff": ("ab", lambda s: s.count("a") == s.count("b")),
+    "a_then_bs.jff": ("ab", lambda s: s[:1] == "a" and set(s[1:]) <= {"b"}),
+    "marked_z.jff": ("ac", lambda s: s.count("c") == 1 and set(s) <= {"a", "c"}
+                     and s.index("c") == len(s) // 2 and len(s) % 2 == 1),
+    "anbn.jff": ("ab", lambda s: s == "a" * (len(s) // 2) + "b" * (len(s) // 2)),
+    "even_palindromes.jff": ("ab", lambda s: len(s) % 2 == 0 and s == s[::-1]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_Z_FIXTURES))
+def test_jflap_pda_z_pops_match_jflap_semantics(name):
     _optional("pda", "PDA")
-    text = (DATA / "anbn.jff").read_text(encoding="utf-8").replace(
-        "<read/><pop>Z</pop><push>Z</push>", "<read/><pop>Z</pop><push/>")
-    path = tmp_path / "drop_z.jff"
+    m = load_jflap(DATA / name)
+    alphabet, language = _Z_FIXTURES[name]
+    start, finals, rows = _jflap_rows(DATA / name)
+    for w in strings(alphabet, 6):
+        s = "".join(w)
+        assert m.accepts(w) == _jflap_accepts(start, finals, rows, s) == language(s), (name, s)
+
+
+def test_jflap_pda_z_convention():
+    DPDA = _optional("pda", "DPDA")
+    PDA = _optional("pda", "PDA")
+    # Z only ever pushed back at the bottom: Z is ⊥ and the file's states are kept
+    kept = load_jflap(DATA / "anbn.jff")
+    assert "init" not in kept.states and "Z" not in kept.stack_alphabet
+    # Z popped for good: a fresh start state pushes Z over ⊥ (⊥ = JFLAP's empty stack)
+    m = load_jflap(DATA / "anbn_pop_z.jff")
+    assert isinstance(m, DPDA) and m.start == "init" and "Z" in m.stack_alphabet
+    assert m.transitions[("init", EPSILON, BOTTOM)] == ("q0", ("Z", BOTTOM))
+    assert m.transitions[("q2", EPSILON, "Z")] == ("q3", ())
+    # an empty pop applies on the empty stack too (expanded over ⊥)
+    m = load_jflap(DATA / "a_then_bs.jff")
+    assert isinstance(m, DPDA)
+    assert m.transitions[("q1", "b", BOTTOM)] == ("q1", (BOTTOM,))
+    assert isinstance(load_jflap(DATA / "equal_ab_z.jff"), PDA)
+
+
+def test_jflap_fresh_start_name_avoids_clash(tmp_path):
+    _optional("pda", "PDA")
+    text = (DATA / "anbn_pop_z.jff").read_text(encoding="utf-8").replace('name="q1"', 'name="init"')
+    path = tmp_path / "clash.jff"
+    path.write_text(text, encoding="utf-8")
+    m = load_jflap(path)
+    assert m.start == "init'" and "init" in m.states
+    for w in strings("ab", 6):
+        s = "".join(w)
+        assert m.accepts(w) == (len(s) > 0 and s == "a" * (len(s) // 2) + "b" * (len(s) // 2))
+
+
+def test_jflap_pda_multi_symbol_pop_refused(tmp_path):
+    _optional("pda", "PDA")
+    text = (DATA / "anbn_pop_z.jff").read_text(encoding="utf-8").replace(
+        "<pop>A</pop>", "<pop>AA</pop>", 1)
+    path = tmp_path / "pop2.jff"
     path.write_text(text, encoding="utf-8")
     with pytest.raises(SpecError) as info:
         load_jflap(path)
-    assert info.value.path == "/structure/automaton/transition[5]/pop"
+    assert info.value.path == "/structure/automaton/transition[2]/pop"
+    assert "one symbol per transition" in str(info.value)
+
+
+def _write_jflap_pda(path, n, finals, rows):
+    """A JFLAP 7 style .jff file (state 0 initial)."""
+    out = [('<?xml version="1.0" encoding="UTF-8" standalone="no"?>'
+            "<!--Created with JFLAP 7.1.--><structure>&#13;"),
+           "\t<type>pda</type>&#13;", "\t<automaton>&#13;"]
+    for i in range(n):
+        flags = ("<initial/>" if i == 0 else "") + ("<final/>" if i in finals else "")
+        out.append(f'\t\t<state id="{i}" name="q{i}"><x>{i}.0</x><y>0.0</y>{flags}</state>&#13;')
+    for f, t, rd, pop, push in rows:
+        cells = "".join(f"<{tag}>{v}</{tag}>" if v else f"<{tag}/>"
+                        for tag, v in (("read", rd), ("pop", pop), ("push", push)))
+        out.append(f"\t\t<transition><from>{f}</from><to>{t}</to>{cells}</transition>&#13;")
+    out += ["\t</automaton>&#13;", "</structure>"]
+    path.write_text("\n".join(out), encoding="utf-8")
+
+
+@st.composite
+def _jflap_pdas(draw):
+    n = draw(st.integers(1, 3))
+    finals = draw(st.sets(st.integers(0, n - 1)))
+    row = st.tuples(st.integers(0, n - 1), st.integers(0, n - 1), st.sampled_from(["", "a", "b"]),
+                    st.sampled_from(["", "A", "Z"]),
+                    st.text(alphabet="AZ", max_size=2)).filter(
+        lambda r: r[2] or len(r[4]) <= len(r[3]))  # ε-moves never grow the stack
+    rows = draw(st.lists(row, max_size=7, unique=True))
+    return n, finals, rows
+
+
+@settings(max_examples=30, deadline=None)
+@given(_jflap_pdas())
+def test_jflap_random_pdas_match_jflap_semantics(machine):
+    _optional("pda", "PDA")
+    import tempfile
+
+    n, finals, rows = machine
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "random.jff"
+        _write_jflap_pda(path, n, finals, rows)
+        m = load_jflap(path)
+    srows = [(str(f), str(t), rd, pop, push) for f, t, rd, pop, push in rows]
+    for w in strings("ab", 6):
+        s = "".join(w)
+        # a symbol no transition reads is outside the imported alphabet: JFLAP rejects it
+        got = m.accepts(w) if set(w) <= set(m.alphabet) else False
+        assert got == _jflap_accepts("0", {str(q) for q in finals}, srows, s), (rows, s)
 
 
 def test_documented_examples_load():
@@ -492,3 +634,248 @@ def test_named_tasks_round_trip(tmp_path):
             s = tuple(rng.choice(symbols) for _ in range(rng.randrange(9)))
             assert tasks.apply(again, s) == tasks.apply(m, s), (name, s)
     assert {"dfa", "mealy", "dpda", "pda", "dpdt", "dyck"} <= seen
+
+
+# --------------------------------------------------------------------------------------------
+# automata-lib and pyformlang objects (tiny stand-ins with those libraries' attribute names)
+# --------------------------------------------------------------------------------------------
+class _ALibFA:
+    """automata-lib's DFA/NFA attributes: transitions[q][a] is a state or a set ("" is ε)."""
+
+    def __init__(self, states, transitions, initial_state, final_states):
+        self.states, self.input_symbols = frozenset(states), frozenset("ab")
+        self.transitions, self.initial_state = transitions, initial_state
+        self.final_states, self.allow_partial = frozenset(final_states), True
+
+
+class _ALibPDA:
+    """automata-lib's DPDA/NPDA attributes: transitions[q][a][X] is (q2, push) or a set."""
+
+    def __init__(self, states, transitions, initial_state, final_states, acceptance_mode):
+        self.states, self.input_symbols = frozenset(states), frozenset("ab")
+        self.stack_symbols, self.initial_stack_symbol = frozenset("AZ"), "Z"
+        self.transitions, self.initial_state = transitions, initial_state
+        self.final_states, self.acceptance_mode = frozenset(final_states), acceptance_mode
+
+
+class _PflObj:
+    """pyformlang's State / Symbol / StackSymbol: a named value."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self.value == other.value
+
+    def __hash__(self):
+        return hash(self.value)
+
+
+class Epsilon(_PflObj):
+    def __init__(self):
+        super().__init__("epsilon")
+
+
+class _PflFA:
+    """pyformlang's finite automata: states, symbols, start_states, final_states, to_dict()."""
+
+    def __init__(self, states, table, starts, finals):
+        self.states = {_PflObj(q) for q in states}
+        self.symbols = {_PflObj("a"), _PflObj("b")}
+        self.start_states = {_PflObj(q) for q in starts}
+        self.final_states = {_PflObj(q) for q in finals}
+        self._table = table
+
+    def to_dict(self):
+        return {_PflObj(q): {(Epsilon() if a == "" else _PflObj(a)):
+                             ({_PflObj(t) for t in ts} if isinstance(ts, set) else _PflObj(ts))
+                             for a, ts in row.items()} for q, row in self._table.items()}
+
+
+class _PflPDA:
+    """pyformlang's PDA: states, input_symbols, stack_symbols, start_state, final_states,
+    _start_stack_symbol and to_dict() {(q, a, X): {(q2, (Y1, …)), …}}."""
+
+    def __init__(self, states, rows, start, finals, z="Z"):
+        self.states = {_PflObj(q) for q in states}
+        self.input_symbols = {_PflObj("a"), _PflObj("b")}
+        self.stack_symbols = {_PflObj("A"), _PflObj(z)}
+        self.start_state, self.final_states = _PflObj(start), {_PflObj(q) for q in finals}
+        self._start_stack_symbol = None if z is None else _PflObj(z)
+        self._rows = rows
+
+    def to_dict(self):
+        out: dict = {}
+        for q, a, x, t, push in self._rows:
+            key = (_PflObj(q), Epsilon() if a == "" else _PflObj(a), _PflObj(x))
+            out.setdefault(key, set()).add((_PflObj(t), tuple(_PflObj(y) for y in push)))
+        return out
+
+
+def _textbook_accepts(start, finals, rows, mode, word) -> bool:
+    """A PDA by brute force: stack a tuple, top first, starting as ("Z",); a move pops its one
+    symbol and pushes its tuple; the empty stack blocks. ``mode`` final_state / empty_stack /
+    both (either). Rows reading nothing must not grow the stack."""
+
+    def closure(configs):
+        seen, todo = set(configs), list(configs)
+        while todo:
+            q, stack = todo.pop()
+            for f, rd, x, t, push in rows:
+                if f == q and rd == "" and stack[:1] == (x,):
+                    c = (t, tuple(push) + stack[1:])
+                    if c not in seen:
+                        seen.add(c)
+                        todo.append(c)
+        return seen
+
+    configs = closure({(start, ("Z",))})
+    for a in word:
+        configs = closure({(t, tuple(push) + stack[1:]) for q, stack in configs
+                           for f, rd, x, t, push in rows if f == q and rd == a and stack[:1] == (x,)})
+    return any((mode != "empty_stack" and q in finals) or (mode != "final_state" and not stack)
+               for q, stack in configs)
+
+
+def _nfa_accepts(starts, finals, moves, word) -> bool:
+    def closure(qs):
+        qs, todo = set(qs), list(qs)
+        while todo:
+            q = todo.pop()
+            for f, a, t in moves:
+                if f == q and a == "" and t not in qs:
+                    qs.add(t)
+                    todo.append(t)
+        return qs
+
+    qs = closure(starts)
+    for c in word:
+        qs = closure({t for f, a, t in moves if f in qs and a == c})
+    return bool(qs & set(finals))
+
+
+_pda_row = st.tuples(st.integers(0, 2), st.sampled_from(["", "a", "b"]), st.sampled_from("AZ"),
+                     st.integers(0, 2), st.text(alphabet="AZ", max_size=2)).filter(
+    lambda r: r[1] or len(r[4]) <= 1)  # ε-moves never grow the stack
+
+
+@st.composite
+def _pdas(draw):
+    return draw(st.sets(st.integers(0, 2))), draw(st.lists(_pda_row, max_size=8, unique=True))
+
+
+def _alib_table(rows, deterministic):
+    table: dict = {}
+    for q, a, x, t, push in rows:
+        slot = table.setdefault(q, {}).setdefault(a, {})
+        if deterministic:
+            slot[x] = (t, push)  # push as a string, read one symbol per character
+        else:
+            slot.setdefault(x, set()).add((t, tuple(push)))
+    return table
+
+
+@settings(max_examples=30, deadline=None)
+@given(_pdas(), st.sampled_from(["final_state", "empty_stack", "both"]), st.booleans())
+def test_from_automata_lib_pushdown_matches_textbook(machine, mode, deterministic):
+    _optional("pda", "PDA")
+    finals, rows = machine
+    if deterministic:  # automata-lib DPDA: one move per key, no ε-move beside an input move
+        seen, eps = set(), {(q, x) for q, a, x, *_ in rows if a == ""}
+        rows = [r for r in rows if r[:3] not in seen and not seen.add(r[:3])
+                and (r[1] == "" or (r[0], r[2]) not in eps)]
+    obj = _ALibPDA(range(3), _alib_table(rows, deterministic), 0, finals, mode)
+    m = from_automata_lib(obj)
+    for w in strings("ab", 6):
+        assert m.accepts(w) == _textbook_accepts(0, finals, rows, mode, w), (rows, mode, w)
+
+
+@settings(max_examples=30, deadline=None)
+@given(_pdas(), st.sampled_from([None, "final_state", "empty_stack"]))
+def test_from_pyformlang_pda_matches_textbook(machine, acceptance):
+    _optional("pda", "PDA")
+    finals, rows = machine
+    m = from_pyformlang(_PflPDA(range(3), rows, 0, finals), acceptance=acceptance)
+    mode = acceptance or ("final_state" if finals else "empty_stack")
+    for w in strings("ab", 6):
+        assert m.accepts(w) == _textbook_accepts(0, finals, rows, mode, w), (rows, mode, w)
+
+
+_fa_moves = st.lists(st.tuples(st.integers(0, 2), st.sampled_from(["", "a", "b"]),
+                               st.integers(0, 2)), max_size=8, unique=True)
+
+
+@settings(max_examples=30, deadline=None)
+@given(_fa_moves, st.sets(st.integers(0, 2)), st.sets(st.integers(0, 2), min_size=1, max_size=2))
+def test_from_finite_automata_match_brute_force(moves, finals, starts):
+    sets: dict = {}
+    for q, a, t in moves:
+        sets.setdefault(q, {}).setdefault(a, set()).add(t)
+    # automata-lib: one start state; single targets written as plain states (a DFA's table)
+    one = min(starts)
+    alib = {q: {a: (next(iter(ts)) if len(ts) == 1 and a else ts) for a, ts in row.items()}
+            for q, row in sets.items()}
+    m = from_automata_lib(_ALibFA(range(3), alib, one, finals))
+    p = from_pyformlang(_PflFA(range(3), sets, starts, finals))
+    for w in strings("ab", 6):
+        assert m.accepts(w) == _nfa_accepts({one}, finals, moves, w), (moves, w)
+        assert p.accepts(w) == _nfa_accepts(starts, finals, moves, w), (moves, w)
+
+
+def test_from_automata_lib_documented_dpda():
+    DPDA = _optional("pda", "DPDA")
+    # the DPDA of automata-lib's documentation (a^n b^n, n >= 1): '0' never leaves, so '0' is ⊥
+    obj = _ALibPDA({"q0", "q1", "q2", "q3"}, {
+        "q0": {"a": {"0": ("q1", ("1", "0"))}},
+        "q1": {"a": {"1": ("q1", ("1", "1"))}, "b": {"1": ("q2", "")}},
+        "q2": {"b": {"1": ("q2", "")}, "": {"0": ("q3", ("0",))}},
+    }, "q0", {"q3"}, "final_state")
+    obj.stack_symbols, obj.initial_stack_symbol = frozenset("01"), "0"
+    m = from_automata_lib(obj)
+    assert isinstance(m, DPDA) and set(m.states) == {"q0", "q1", "q2", "q3"}
+    assert m.transitions[("q0", "a", BOTTOM)] == ("q1", ("1", BOTTOM))
+    for w in strings("ab", 8):
+        s = "".join(w)
+        n = len(s) // 2
+        assert m.accepts(w) == (n > 0 and s == "a" * n + "b" * n), s
+    # the same machine accepting by empty stack: '0' is popped for good, so it stays a symbol
+    obj.transitions["q2"][""]["0"] = ("q3", "")
+    obj.acceptance_mode, obj.final_states = "empty_stack", frozenset()
+    m = from_automata_lib(obj)
+    assert m.start == "init" and "0" in m.stack_alphabet
+    for w in strings("ab", 8):
+        s = "".join(w)
+        n = len(s) // 2
+        assert m.accepts(w) == (n > 0 and s == "a" * n + "b" * n), s
+
+
+def test_from_pyformlang_empty_stack_inferred():
+    _optional("pda", "PDA")
+    rows = [("p", "a", "Z", "p", ("A", "Z")), ("p", "a", "A", "p", ("A", "A")),
+            ("p", "b", "A", "r", ()), ("r", "b", "A", "r", ()), ("r", "", "Z", "r", ())]
+    m = from_pyformlang(_PflPDA(["p", "r"], rows, "p", []))  # no final states: empty stack
+    for w in strings("ab", 8):
+        s = "".join(w)
+        n = len(s) // 2
+        assert m.accepts(w) == (n > 0 and s == "a" * n + "b" * n), s
+    assert not from_pyformlang(_PflPDA(["p", "r"], rows, "p", []), "final_state").accepts("ab")
+
+
+def test_converters_bad_input():
+    class Nothing:
+        pass
+
+    with pytest.raises(InputError, match="'states'"):
+        from_automata_lib(Nothing())
+    with pytest.raises(InputError, match="acceptance_mode"):
+        from_automata_lib(_ALibPDA([0], {}, 0, [], "accept"))
+    with pytest.raises(InputError, match="expected \\(state, push\\) moves"):
+        from_automata_lib(_ALibPDA([0], {0: {"a": {"Z": {"oops"}}}}, 0, [], "final_state"))
+    with pytest.raises(InputError, match="neither a declared state"):
+        from_automata_lib(_ALibFA([0], {0: {"a": 7}}, 0, []))
+    with pytest.raises(InputError, match="acceptance"):
+        from_pyformlang(_PflPDA([0], [], 0, []), acceptance="both")
+    with pytest.raises(InputError, match="PDAs only"):
+        from_pyformlang(_PflFA([0], {}, [0], []), acceptance="final_state")
+    with pytest.raises(InputError, match="start stack symbol"):
+        from_pyformlang(_PflPDA([0], [], 0, [], z=None))

@@ -2,12 +2,14 @@
 
 A `CFG` is immutable and validated: nonterminals and terminals are disjoint, every rule's left side
 is a nonterminal and every body symbol is declared. A body is a tuple of symbols; ``()`` is the
-empty body (ε). Strings are tuples of terminals.
+empty body (ε). `EPSILON` (or the text "ε") in a body means the empty string, never a terminal:
+``S -> ε`` is the empty body and ``S -> a ε b`` is ``S -> a b``. Strings are tuples of terminals.
 
 What a grammar can do:
 
 - `generates(string)`: membership by a chart parser over spans (ε- and unit rules allowed).
-- `to_pda()`: the standard nondeterministic PDA with ε-moves that expand nonterminals.
+- `to_pda(mode=...)`: the standard nondeterministic PDA with ε-moves that expand nonterminals
+  (final-state by default, or the textbook empty-stack one).
 - `count(n)` / `sample_length(rng, n)`: exact length-conditioned sampling from counting tables over
   (symbol, length). A `CFG` samples uniformly over the *derivations* of length n (exact integer
   counts); a `PCFG` samples from its distribution conditioned on the length (log-space weights).
@@ -52,14 +54,25 @@ class Rule:
         return f"{self.lhs} → {' '.join(map(str, self.body)) if self.body else 'ε'}"
 
 
+def _is_epsilon(x: Any) -> bool:
+    return x is EPSILON or (isinstance(x, str) and x == "ε")
+
+
 def _body(body: Any) -> tuple:
-    """A rule body as a tuple; a str is split on whitespace and "ε" (or "") is the empty body."""
-    if isinstance(body, str):
-        parts = tuple(body.split())
-        return () if parts in ((), ("ε",)) else parts
+    """A rule body as a tuple of symbols. A str is split on whitespace. `EPSILON` and the text
+    "ε" stand for the empty string wherever they occur (a whole body, or one symbol of it, which
+    is then dropped: ``a ε b`` is ``a b``); "" and ``()`` are the empty body."""
     if body is EPSILON:
         return ()
-    return tuple(body)
+    if isinstance(body, str):
+        parts = tuple(body.split())
+    elif isinstance(body, (tuple, list)):
+        parts = tuple(body)
+    else:
+        raise GrammarError(
+            f"rule body {body!r} is not a tuple or list of symbols, a whitespace-separated str, "
+            "or EPSILON")
+    return tuple(x for x in parts if not _is_epsilon(x))
 
 
 def _rule_pairs(rules: Any) -> list[tuple[Hashable, tuple]]:
@@ -67,15 +80,22 @@ def _rule_pairs(rules: Any) -> list[tuple[Hashable, tuple]]:
     if isinstance(rules, Mapping):
         out = []
         for lhs, bodies in rules.items():
-            if isinstance(bodies, (str, tuple)) and not isinstance(bodies, Mapping):
+            if bodies is EPSILON or isinstance(bodies, (str, tuple)):
                 bodies = [bodies]
+            elif not isinstance(bodies, (list, set, frozenset)):
+                raise GrammarError(
+                    f"the bodies of {lhs!r} must be a list of bodies (or one body), got "
+                    f"{bodies!r}")
             for b in bodies:
                 out.append((lhs, _body(b)))
         return out
+    if isinstance(rules, (str, bytes)) or not isinstance(rules, Iterable):
+        raise GrammarError(f"rules must be a mapping {{lhs: [bodies]}} or a list of (lhs, body) "
+                           f"pairs or Rules, got {type(rules).__name__}")
     out = []
     for r in rules:
         if isinstance(r, Rule):
-            out.append((r.lhs, r.body))
+            out.append((r.lhs, _body(r.body)))
         elif isinstance(r, (tuple, list)) and len(r) == 2:
             out.append((r[0], _body(r[1])))
         else:
@@ -343,28 +363,47 @@ class CFG:
         return j in cur
 
     # --- automata -----------------------------------------------------------------------------
-    def to_pda(self, name: str | None = None, max_configs: int = 100_000):
+    def to_pda(self, name: str | None = None, max_configs: int = 100_000,
+               mode: str = "final_state"):
         """The standard PDA for the grammar (nondeterministic, with ε-moves).
 
-        States ``start``, ``loop``, ``accept``. ``(start, ε, ⊥) → (loop, S ⊥)`` pushes the start
-        symbol; in ``loop`` a nonterminal A on top is replaced by a body of one of A's rules
-        (ε-move; the body's first symbol ends on top), a terminal on top is popped when it is read,
-        and ``(loop, ε, ⊥) → (accept, ⊥)``. Accepting by final state ``accept`` is the same as
-        accepting by empty stack in ``loop``. A left-recursive grammar gives unbounded ε-expansion:
-        its PDA raises SearchBoundError past `max_configs` configurations in one ε-closure."""
-        from pdanet.automata.pda import PDA
+        ``mode="final_state"`` (the default): states ``start``, ``loop``, ``accept``.
+        ``(start, ε, ⊥) → (loop, S ⊥)`` pushes the start symbol; in ``loop`` a nonterminal A on top
+        is replaced by a body of one of A's rules (ε-move; the body's first symbol ends on top), a
+        terminal on top is popped when it is read, and ``(loop, ε, ⊥) → (accept, ⊥)``. Accepting
+        by final state ``accept`` is the same as accepting by empty stack in ``loop``.
+
+        ``mode="empty_stack"``: the one-state PDA of Hopcroft–Motwani–Ullman Thm 6.13 (state
+        ``loop``, the same expand and match moves, acceptance by empty stack), entered from a
+        state ``start`` by ``(start, ε, ⊥) → (loop, S ⊥)`` since pdanet's stack starts as ⊥
+        rather than S. Its initial configuration has only ⊥, so it accepts ε: GrammarError unless
+        the start symbol derives ε (pdanet's empty-stack PDAs all accept ε).
+
+        A left-recursive grammar gives unbounded ε-expansion: its PDA raises SearchBoundError
+        past `max_configs` configurations in one ε-closure."""
+        from pdanet.automata.pda import ACCEPTANCE_MODES, PDA
 
         max_configs = _count(max_configs, "max_configs", 1)
+        if mode not in ACCEPTANCE_MODES:
+            raise InputError(f"mode {mode!r} is not one of {ACCEPTANCE_MODES}")
+        if mode == "empty_stack" and self._start not in self.nullable:
+            raise GrammarError(
+                f"the start symbol {self._start!r} does not derive ε, but every empty-stack PDA "
+                "accepts ε (its initial stack is just ⊥); use mode='final_state'")
         stack_alphabet = tuple(self._nonterminals) + tuple(self._terminals)
-        trans: dict = {("start", EPSILON, BOTTOM): {("loop", (self._start, BOTTOM))},
-                       ("loop", EPSILON, BOTTOM): {("accept", (BOTTOM,))}}
+        trans: dict = {("start", EPSILON, BOTTOM): {("loop", (self._start, BOTTOM))}}
+        if mode == "final_state":
+            trans[("loop", EPSILON, BOTTOM)] = {("accept", (BOTTOM,))}
         for r in self._rules:
             trans.setdefault(("loop", EPSILON, r.lhs), set()).add(("loop", tuple(r.body)))
         for a in self._terminals:
             trans[("loop", a, a)] = {("loop", ())}
+        label = name or (f"pda({self._name})" if self._name else None)
+        if mode == "empty_stack":
+            return PDA(("start", "loop"), self._terminals, stack_alphabet, trans, "start",
+                       acceptance="empty_stack", name=label, max_configs=max_configs)
         return PDA(("start", "loop", "accept"), self._terminals, stack_alphabet, trans, "start",
-                   accepting=("accept",), acceptance="final_state",
-                   name=name or (f"pda({self._name})" if self._name else None),
+                   accepting=("accept",), acceptance="final_state", name=label,
                    max_configs=max_configs)
 
     # --- sampling -----------------------------------------------------------------------------

@@ -1,4 +1,6 @@
-"""Machine files: a versioned JSON format for every machine kind, and JFLAP import.
+"""Machine files: a versioned JSON format for every machine kind, JFLAP import, and converters
+from automata-lib and pyformlang objects (`from_automata_lib`, `from_pyformlang`, read by their
+attributes: neither library is needed).
 
 The JSON format is described in ``docs/spec-format.md``. In short: an object with ``"format": 1``,
 a ``"kind"`` (``dfa``, ``mealy``, ``nfa``, ``dpda``, ``pda``, ``dpdt``, ``dyck``), the states and
@@ -44,7 +46,7 @@ from pdanet.automata.spec import (
     RESERVED,
     symbol_str,
 )
-from pdanet.errors import InputError, PdanetError, SpecError
+from pdanet.errors import EpsilonLoopError, InputError, PdanetError, SpecError
 
 _TOP_OPTIONAL = ("name", "description")
 MAX_INT_DIGITS = 100     # longer integer literals are refused (no machine needs them)
@@ -462,10 +464,19 @@ def load_jflap(path: str | os.PathLike) -> Any:
     pop and push strings are read one symbol per character, leftmost on top (the orientation of
     our machines). Surrounding whitespace in an element's text is ignored, but a ``<read>``,
     ``<pop>``, ``<push>`` or ``<transout>`` whose text is only whitespace (``<read> </read>``) or
-    holds whitespace between symbols is refused: it is neither ε (write ``<read/>``) nor a symbol. The initial
-    stack symbol ``Z`` becomes ⊥. A transition with an empty pop (JFLAP: "do not look at the
-    stack") becomes one transition per stack symbol, which pops that symbol and pushes it back
-    under the pushed string. The acceptance mode is ``final_state`` (JFLAP asks at run time).
+    holds whitespace between symbols is refused: it is neither ε (write ``<read/>``) nor a symbol.
+
+    JFLAP's stack starts as the initial stack symbol ``Z``, which moves may pop for good (the
+    stack is then empty and only moves with an empty pop apply). Import maps this faithfully: when
+    ``Z`` never leaves the bottom (every move that pops ``Z`` pushes it back last, and no move
+    pushes ``Z`` elsewhere) ``Z`` becomes ⊥ and the machine has the file's states; otherwise ``Z``
+    is an ordinary stack symbol, ⊥ stands for JFLAP's empty stack, and a fresh start state
+    ``init`` (primed if the name is taken) pushes ``Z`` over ⊥ by an ε-move before the file's
+    initial state runs. A transition with an empty pop (JFLAP: "do not look at the stack") becomes
+    one transition per stack symbol and ⊥, which pops that symbol and pushes it back under the
+    pushed string. The acceptance mode is final state (JFLAP asks at run time), judged on any
+    configuration reached after the whole input; the result is a DPDA when the moves are
+    deterministic and no ε-move leaves a final state, a PDA otherwise.
     State names are JFLAP's names when unique, otherwise the ids. Errors are SpecErrors whose
     path is an XPath-like location such as ``/structure/automaton/transition[2]/to``. A file with
     a document type declaration (DTD) or entity declarations is refused before anything in it is
@@ -574,7 +585,8 @@ def _jflap_machine(r: _Reader, root: ET.Element, source: str) -> Any:
     accepting = [label[s] for s in finals]
     reads = sorted({c for _, row in rows for c in row["read"]})
     if typ == "pda":
-        return _jflap_pda(r, rows, label, states, reads, start, accepting)
+        return _jflap_pda(r, rows, label, states, reads, start, accepting,
+                          Path(source).stem)
     for p, row in rows:
         if len(row["read"]) > 1:
             r.fail(f"{p}/read", f"reads the string {row['read']!r}; split multi-symbol "
@@ -604,10 +616,7 @@ def _jflap_machine(r: _Reader, root: ET.Element, source: str) -> Any:
 
 
 def _jflap_pda(r: _Reader, rows: list, label: dict, states: list, reads: list, start: Any,
-               accepting: list) -> Any:
-    def stack_sym(c: str) -> Any:
-        return BOTTOM if c == JFLAP_BOTTOM else c
-
+               accepting: list, name: str) -> Any:
     for p, row in rows:
         if len(row["read"]) > 1:
             r.fail(f"{p}/read", f"reads the string {row['read']!r}; pdanet machines read one "
@@ -615,34 +624,273 @@ def _jflap_pda(r: _Reader, rows: list, label: dict, states: list, reads: list, s
         if len(row["pop"]) > 1:
             r.fail(f"{p}/pop", f"pops the string {row['pop']!r}; pdanet machines pop one "
                    "symbol per transition: split it with intermediate ε-moves")
-    stack_chars = sorted({c for _, row in rows for c in row["pop"] + row["push"]}
-                         - {JFLAP_BOTTOM})
-    pool = [BOTTOM] + stack_chars
+    stack = sorted({c for _, row in rows for c in row["pop"] + row["push"]} | {JFLAP_BOTTOM})
+    moves, blind = [], []
+    for _, row in rows:
+        q, x, t = label[row["from"]], row["read"] or EPSILON, label[row["to"]]
+        if row["pop"]:
+            moves.append((q, x, row["pop"], t, tuple(row["push"])))
+        else:
+            blind.append((q, x, t, tuple(row["push"])))
+    return _pushdown(states, reads, stack, moves, blind, start, accepting, JFLAP_BOTTOM,
+                     "final_state", name)
+
+
+# --------------------------------------------------------------------------------------------
+# pushdown machines of other tools, whose initial stack symbol may be popped
+# --------------------------------------------------------------------------------------------
+_SOURCE_MODES = ("final_state", "empty_stack", "either")
+
+
+def _fresh(base: str, taken: Any) -> str:
+    """`base`, primed until it is not in `taken`."""
+    while base in taken:
+        base += "'"
+    return base
+
+
+def _keeps_bottom(moves: list, blind: list, z: Any) -> bool:
+    """True when `z` never leaves the bottom: every move that pops it pushes it back last, and no
+    move pushes it anywhere else."""
+    for _, _, top, _, gamma in moves:
+        rest = gamma[:-1] if top == z else gamma
+        if z in rest or (top == z and gamma[-1:] != (z,)):
+            return False
+    return all(z not in gamma for *_, gamma in blind)
+
+
+def _pushdown(states: list, inputs: Any, stack: list, moves: list, blind: list, start: Any,
+              accepting: Any, z: Any, mode: str, name: str | None) -> Any:
+    """A pdanet machine that accepts what a source pushdown automaton accepts.
+
+    The source starts with the stack ``z`` (its initial stack symbol), may pop ``z`` for good and
+    block on an empty stack; ``moves`` are (q, a or EPSILON, X, q2, gamma) with ``gamma`` top first,
+    ``blind`` are (q, a or EPSILON, q2, gamma) moves that do not look at the stack (they apply on any
+    top, and on the empty stack, and push ``gamma``). ``mode`` is the source's acceptance:
+    "final_state", "empty_stack" or "either" (final state or empty stack), each judged on any
+    configuration reached after the whole input (the textbook semantics, Hopcroft–Ullman §6.1).
+
+    When ``mode`` is "final_state" and ``z`` never leaves the bottom (`_keeps_bottom`), ``z``
+    *is* ⊥: the machine has the source's states. Otherwise ``z`` is an ordinary stack symbol and ⊥
+    stands for the source's empty stack: a fresh start state pushes ``z`` over ⊥ by an ε-move, and
+    for "empty_stack"/"either" a fresh accepting state is entered by an ε-move on ⊥ from every
+    source state. The result accepts by final state; it is a DPDA when its moves are deterministic
+    and no ε-move leaves an accepting state (where DPDA closure-end acceptance equals the
+    textbook), a PDA otherwise.
+    """
     trans: dict = {}
-    for p, row in rows:
-        x = row["read"] or EPSILON
-        push = tuple(stack_sym(c) for c in row["push"])
-        pops = [stack_sym(row["pop"])] if row["pop"] else pool
-        for s in pops:
-            gamma = push if row["pop"] else push + (s,)
-            if BOTTOM in gamma[:-1] or (s is BOTTOM) != (gamma[-1:] == (BOTTOM,)):
-                where = "pop" if s is BOTTOM else "push"
-                r.fail(f"{p}/{where}", f"pops {symbol_str(s)} and pushes {row['push']!r}: pdanet "
-                       f"keeps {JFLAP_BOTTOM} (⊥) at the bottom for good, so a transition that "
-                       f"pops {JFLAP_BOTTOM} must push it back last, and no other may push it")
-            trans.setdefault((label[row["from"]], x, s), set()).add((label[row["to"]], gamma))
-    pda = PDA(states, reads, stack_chars, trans, start, accepting, acceptance="final_state")
-    if not pda.is_deterministic:
+
+    def add(q: Any, x: Any, top: Any, t: Any, gamma: tuple) -> None:
+        trans.setdefault((q, x, top), set()).add((t, gamma))
+
+    accepting = list(accepting) if mode != "empty_stack" else []
+    sink = None
+    if mode == "final_state" and _keeps_bottom(moves, blind, z):
+        def sub(s: Any) -> Any:
+            return BOTTOM if s == z else s
+
+        for q, x, top, t, gamma in moves:
+            add(q, x, sub(top), t, tuple(map(sub, gamma)))
+        kept = [s for s in stack if s != z]
+        for q, x, t, gamma in blind:
+            for top in [BOTTOM] + kept:
+                add(q, x, top, t, gamma + (top,))
+        new_states, new_start = list(states), start
+    else:
+        kept = list(stack)
+        new_start = _fresh("init", set(states))
+        new_states = [new_start] + list(states)
+        add(new_start, EPSILON, BOTTOM, start, (z, BOTTOM))
+        for q, x, top, t, gamma in moves:
+            add(q, x, top, t, gamma)
+        for q, x, t, gamma in blind:
+            for top in [BOTTOM] + kept:
+                add(q, x, top, t, gamma + (top,))
+        if mode != "final_state":
+            sink = _fresh("empty", set(new_states))
+            new_states.append(sink)
+            for q in states:
+                add(q, EPSILON, BOTTOM, sink, (BOTTOM,))
+            accepting.append(sink)
+    pda = PDA(new_states, inputs, kept, trans, new_start, accepting, acceptance="final_state",
+              name=name)
+    acc = set(accepting)
+    if not pda.is_deterministic or any(
+            x is EPSILON and q in acc and t != sink
+            for (q, x, _), moves_ in trans.items() for t, _ in moves_):
         return pda
-    det = {k: next(iter(v)) for k, v in trans.items()}
-    return DPDA(states, reads, stack_chars, det, start, accepting, acceptance="final_state")
+    try:
+        return DPDA(new_states, inputs, kept, {k: next(iter(v)) for k, v in trans.items()},
+                    new_start, accepting, acceptance="final_state", name=name)
+    except EpsilonLoopError:  # an ε-cycle the nondeterministic simulation bounds instead
+        return pda
+
+
+# --------------------------------------------------------------------------------------------
+# automata-lib and pyformlang objects (read by duck typing; neither library is imported)
+# --------------------------------------------------------------------------------------------
+def _attr(obj: Any, what: str, *names: str) -> Any:
+    for n in names:
+        if hasattr(obj, n):
+            return getattr(obj, n)
+    raise InputError(f"{type(obj).__name__} has no attribute {names[0]!r}; {what} needs it")
+
+
+def _finite(states: list, inputs: list, moves: list, starts: list, accepting: list,
+            name: str | None) -> Any:
+    """A DFA when ``moves`` (q, a or EPSILON, q2) are deterministic with one start, else an NFA."""
+    trans: dict = {}
+    for q, a, t in moves:
+        trans.setdefault((q, a), set()).add(t)
+    if len(starts) == 1 and all(a is not EPSILON and len(v) == 1 for (_, a), v in trans.items()):
+        return DFA(states, inputs, {k: next(iter(v)) for k, v in trans.items()}, starts[0],
+                   accepting, name=name)
+    return NFA(states, inputs, trans, starts, accepting, name=name)
+
+
+def from_automata_lib(obj: Any, name: str | None = None) -> Any:
+    """The pdanet machine of an automata-lib (``automata``) DFA, NFA, DPDA or NPDA object.
+
+    The object is read by its attributes (automata-lib is not imported): ``states``,
+    ``input_symbols``, ``transitions``, ``initial_state``, ``final_states``, and for pushdown
+    automata ``stack_symbols``, ``initial_stack_symbol`` and ``acceptance_mode``. Finite automata:
+    ``transitions[q][a]`` is a state (DFA; missing entries block, as with ``allow_partial``) or a
+    set of states (NFA), and the input symbol ``""`` is ε; the result is a DFA when the moves are
+    deterministic, an NFA otherwise. Pushdown automata: ``transitions[q][a][X]`` is one move
+    ``(q2, push)`` (DPDA) or a set of them (NPDA), ``a == ""`` is ε, and ``push`` (a string read
+    one symbol per character, or a tuple) replaces ``X`` with its first symbol on top, the
+    orientation of pdanet; ``""`` pops.
+
+    Note on the stack bottom: automata-lib starts with ``initial_stack_symbol`` on the stack and
+    lets moves pop it for good (an empty stack then blocks), while pdanet's ⊥ never leaves. The
+    initial stack symbol becomes ⊥ when it never leaves the bottom and ``acceptance_mode`` is
+    ``"final_state"``; otherwise it stays an ordinary stack symbol that a fresh start state
+    ``init`` pushes over ⊥, ⊥ standing for automata-lib's empty stack. ``"empty_stack"`` and
+    ``"both"`` (automata-lib: final state *or* empty stack) become final-state acceptance through
+    a fresh accepting state ``empty`` entered by an ε-move on ⊥. Acceptance is judged on any
+    configuration reached after the whole input (the textbook semantics, Hopcroft–Ullman §6.1).
+    The result is a DPDA when its moves are deterministic and no ε-move leaves an accepting state,
+    a PDA otherwise. InputError names a missing attribute or a malformed transition.
+    """
+    what = "from_automata_lib"
+    states = list(_attr(obj, what, "states"))
+    inputs = sorted(_attr(obj, what, "input_symbols"), key=repr)
+    table = _attr(obj, what, "transitions")
+    start = _attr(obj, what, "initial_state")
+    accepting = list(_attr(obj, what, "final_states"))
+    state_set = set(states)
+
+    def eps(a: Any) -> Any:
+        return EPSILON if a == "" else a
+
+    if not hasattr(obj, "stack_symbols"):
+        moves = []
+        for q, row in table.items():
+            for a, t in row.items():
+                targets = [t] if t in state_set else t
+                if isinstance(targets, (str, bytes)) or not hasattr(targets, "__iter__"):
+                    raise InputError(f"transitions[{q!r}][{a!r}] = {t!r} is neither a declared "
+                                     "state nor a set of states")
+                moves += [(q, eps(a), t2) for t2 in targets]
+        return _finite(states, inputs, moves, [start], accepting, name)
+    z = _attr(obj, what, "initial_stack_symbol")
+    mode = _attr(obj, what, "acceptance_mode")
+    modes = {"final_state": "final_state", "empty_stack": "empty_stack", "both": "either"}
+    if mode not in modes:
+        raise InputError(f"acceptance_mode {mode!r} is not one of {', '.join(modes)}")
+    stack = sorted(set(_attr(obj, what, "stack_symbols")) | {z}, key=repr)
+    moves = []
+    for q, row in table.items():
+        for a, by_top in row.items():
+            for top, value in by_top.items():
+                single = isinstance(value, tuple) and len(value) == 2 and value[0] in state_set
+                for move in ([value] if single else value):
+                    if not (isinstance(move, tuple) and len(move) == 2):
+                        raise InputError(f"transitions[{q!r}][{a!r}][{top!r}] holds {move!r}; "
+                                         "expected (state, push) moves")
+                    t, push = move
+                    moves.append((q, eps(a), top, t, tuple(push)))
+    return _pushdown(states, inputs, stack, moves, [], start, accepting, z, modes[mode], name)
+
+
+def _value(x: Any) -> Any:
+    """A pyformlang object's ``value`` (its name), or the object itself."""
+    return getattr(x, "value", x)
+
+
+def _is_epsilon(x: Any) -> bool:
+    return type(x).__name__ == "Epsilon" or _value(x) == "epsilon"
+
+
+def from_pyformlang(obj: Any, acceptance: str | None = None, name: str | None = None) -> Any:
+    """The pdanet machine of a pyformlang finite automaton (DFA, NFA, ε-NFA) or PDA object.
+
+    The object is read by its attributes (pyformlang is not imported), and its states and symbols
+    by their ``value``; ``Epsilon`` (value ``"epsilon"``) is ε. Finite automata: ``states``,
+    ``symbols``, ``start_states`` (or ``start_state``), ``final_states`` and ``to_dict()``,
+    ``{q: {a: q2 or set of q2}}``; the result is a DFA when deterministic with one start state,
+    an NFA otherwise. PDAs: ``states``, ``input_symbols``, ``stack_symbols``, ``start_state``,
+    ``final_states``, the initial stack symbol (``start_stack_symbol``, or the private
+    ``_start_stack_symbol`` of versions without the property) and ``to_dict()``,
+    ``{(q, a, X): {(q2, (Y1, …, Yn)), …}}`` with ``Y1`` pushed on top (ε entries are skipped).
+
+    A pyformlang PDA carries no acceptance mode: ``acceptance`` is ``"final_state"``,
+    ``"empty_stack"`` (as for ``CFG.to_pda`` and ``PDA.to_cfg``) or None, meaning
+    ``"final_state"`` when the PDA has final states and ``"empty_stack"`` otherwise. The initial
+    stack symbol becomes ⊥ exactly as in `from_automata_lib` (it stays an ordinary symbol pushed
+    over ⊥ by a fresh start state ``init`` when it can leave the stack, or for empty-stack
+    acceptance, which is judged through a fresh accepting state ``empty``).
+    """
+    what = "from_pyformlang"
+    if not hasattr(obj, "stack_symbols"):
+        if acceptance is not None:
+            raise InputError("acceptance applies to PDAs only; finite automata accept by final "
+                             "state")
+        states = [_value(q) for q in _attr(obj, what, "states")]
+        inputs = sorted({_value(a) for a in _attr(obj, what, "symbols") if not _is_epsilon(a)},
+                        key=repr)
+        starts = getattr(obj, "start_states", None)
+        starts = [_value(q) for q in (starts if starts is not None
+                                      else [_attr(obj, what, "start_state")])]
+        accepting = [_value(q) for q in _attr(obj, what, "final_states")]
+        moves = []
+        for q, row in _attr(obj, what, "to_dict")().items():
+            for a, t in row.items():
+                targets = t if isinstance(t, (set, frozenset, list, tuple)) else [t]
+                a = EPSILON if _is_epsilon(a) else _value(a)
+                moves += [(_value(q), a, _value(t2)) for t2 in targets]
+        return _finite(states, inputs, moves, starts, accepting, name)
+    if acceptance not in (None, "final_state", "empty_stack"):
+        raise InputError(f"acceptance {acceptance!r} is not one of 'final_state', 'empty_stack' "
+                         "or None")
+    z = _attr(obj, what, "start_stack_symbol", "_start_stack_symbol")
+    if z is None:
+        raise InputError("the PDA has no start stack symbol; set one with set_start_stack_symbol")
+    z = _value(z)
+    states = [_value(q) for q in _attr(obj, what, "states")]
+    inputs = sorted({_value(a) for a in _attr(obj, what, "input_symbols") if not _is_epsilon(a)},
+                    key=repr)
+    stack = sorted({_value(s) for s in _attr(obj, what, "stack_symbols") if not _is_epsilon(s)}
+                   | {z}, key=repr)
+    start = _value(_attr(obj, what, "start_state"))
+    accepting = [_value(q) for q in _attr(obj, what, "final_states")]
+    if acceptance is None:
+        acceptance = "final_state" if accepting else "empty_stack"
+    moves = []
+    for (q, a, top), outs in _attr(obj, what, "to_dict")().items():
+        for t, push in outs:
+            moves.append((_value(q), EPSILON if _is_epsilon(a) else _value(a), _value(top),
+                          _value(t), tuple(_value(s) for s in push if not _is_epsilon(s))))
+    return _pushdown(states, inputs, stack, moves, [], start, accepting, z, acceptance, name)
 
 
 __all__ = [
     "FORMAT_VERSION",
     "KINDS",
     "dumps",
+    "from_automata_lib",
     "from_dict",
+    "from_pyformlang",
     "kind_of",
     "load",
     "load_jflap",
