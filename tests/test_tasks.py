@@ -37,6 +37,14 @@ CASES = {
     "dyck": ({"k": 2, "m": 2}, [0, 4, 10], 6),
     "parity": ({}, [0, 5, 13], 8),
     "modular_counter": ({"modulus": 4, "residue": 1}, [0, 5, 13], 8),
+    "repeat_01": ({}, [0, 2, 10], 8),
+    "even_pairs": ({}, [0, 5, 13], 8),
+    "cycle_navigation": ({}, [1, 5, 13], 5),
+    "modular_arithmetic_simple": ({}, [3, 7, 13], 4),
+    "majority": ({}, [1, 5, 13], 8),
+    "stack_manipulation": ({}, [1, 4, 9, 13], 5),
+    "modular_arithmetic_brackets": ({}, [3, 7, 12], 4),
+    "solve_equation": ({"modulus": 2}, [5, 9, 14], 5),
 }
 for _k in range(1, 7):
     CASES[f"dyck{_k}"] = ({}, [0, 2, 8, 14], {1: 8, 2: 6, 3: 4, 4: 4, 5: 3, 6: 3}[_k])
@@ -67,7 +75,8 @@ def test_registry_is_one_explicit_list_of_tasks_from_the_paper_modules():
 
     listed = [t.name for t in registry.TASKS]
     assert len(set(listed)) == len(listed) and sorted(listed) == T.names()
-    papers = {"hao2018", "grefenstette2015", "suzgun2019", "dusell2021", "hewitt2020", "folklore"}
+    papers = {"hao2018", "grefenstette2015", "suzgun2019", "dusell2021", "hewitt2020", "folklore",
+              "deletang2023", "butoi2024"}
     for t in registry.TASKS:
         assert T.task(t.name) is t
         for f in (t.machine_factory, t.sampler, t.reference, t.grammar):

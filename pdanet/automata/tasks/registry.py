@@ -10,6 +10,8 @@ from typing import Any
 
 from pdanet.automata.base import Machine
 from pdanet.automata.grammar import CFG
+from pdanet.automata.tasks import butoi2024 as butoi
+from pdanet.automata.tasks import deletang2023 as deletang
 from pdanet.automata.tasks import dusell2021, folklore, grefenstette2015, hao2018, hewitt2020
 from pdanet.automata.tasks import suzgun2019 as suzgun
 from pdanet.automata.tasks.sampling import bits_sampler
@@ -104,6 +106,42 @@ TASKS: tuple[Task, ...] = (
     Task("modular_counter", folklore.modular_counter_machine, folklore.modular_counter_sampler,
          folklore.modular_counter_reference, "standard finite-state example",
          "Bit strings whose number of 1s is ≡ residue (mod modulus) (DFA).", "recognise"),
+    # Delétang et al. (2023), with the answer appended as in Butoi et al. (2025)
+    Task("modular_arithmetic_brackets", deletang.modular_arithmetic_brackets_machine,
+         deletang.modular_arithmetic_brackets_sampler,
+         deletang.modular_arithmetic_brackets_reference,
+         "Delétang et al. (2023), appendix (task descriptions)",
+         "E = r for a bracketed expression E over digits mod 5 with + - (and * with mult=True), "
+         "r its value (real-time DPDA).", "recognise"),
+    Task("solve_equation", deletang.solve_equation_machine, deletang.solve_equation_sampler,
+         deletang.solve_equation_reference,
+         "Delétang et al. (2023), appendix (task descriptions)",
+         "E = v # s for a bracketed expression E with one unknown x, s a solution of E = v "
+         "mod 5 (real-time DPDA).", "recognise"),
+    # Butoi et al. (2025), FLaRe
+    Task("repeat_01", butoi.repeat_01_machine, butoi.repeat_01_sampler, butoi.repeat_01_reference,
+         "Butoi et al. (2025), Table 1", "The language (01)* (DFA).", "recognise"),
+    Task("even_pairs", butoi.even_pairs_machine, butoi.even_pairs_sampler,
+         butoi.even_pairs_reference,
+         "Butoi et al. (2025), Table 1; Delétang et al. (2023), appendix",
+         "Bit strings with an even number of 01 and 10 pairs in total (DFA).", "recognise"),
+    Task("cycle_navigation", butoi.cycle_navigation_machine, butoi.cycle_navigation_sampler,
+         butoi.cycle_navigation_reference,
+         "Butoi et al. (2025), Table 1; Delétang et al. (2023), appendix",
+         "Moves < = > on a cycle of 5 positions from 0, then the final position (DFA).",
+         "recognise"),
+    Task("modular_arithmetic_simple", butoi.modular_arithmetic_simple_machine,
+         butoi.modular_arithmetic_simple_sampler, butoi.modular_arithmetic_simple_reference,
+         "Butoi et al. (2025), Table 1; Delétang et al. (2023), appendix",
+         "d op d … op d = r, evaluated left to right mod 5, r the value (DFA).", "recognise"),
+    Task("majority", butoi.majority_machine, butoi.majority_sampler, butoi.majority_reference,
+         "Butoi et al. (2025), Table 1", "Bit strings with more 1s than 0s (real-time DPDA).",
+         "recognise"),
+    Task("stack_manipulation", butoi.stack_manipulation_machine,
+         butoi.stack_manipulation_sampler, butoi.stack_manipulation_reference,
+         "Butoi et al. (2025), Table 1; Delétang et al. (2023), appendix",
+         "Initial stack bits, PUSH b / POP operations, # and the resulting stack top first "
+         "(real-time DPDA).", "recognise"),
 )
 
 

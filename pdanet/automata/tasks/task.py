@@ -22,6 +22,9 @@ PAPERS = {
     "hewitt2020": "Hewitt et al. (2020), RNNs can generate bounded hierarchical languages with "
                   "optimal memory",
     "folklore": "standard finite-state examples",
+    "deletang2023": "Delétang et al. (2023), Neural Networks and the Chomsky Hierarchy",
+    "butoi2024": "Butoi et al. (2025), Training Neural Networks as Recognizers of Formal "
+                 "Languages",
 }
 
 
