@@ -39,6 +39,7 @@ from pdanet.automata import (
 )
 from pdanet.automata.fst import FST
 from pdanet.automata.conversions import accepts_empty, pda_to_cfg, to_empty_stack, to_final_state
+from pdanet.automata.intersection import intersect
 from pdanet.automata.io import from_automata_lib, from_pyformlang, load
 from pdanet.automata.nfa import NFA
 from pdanet.automata.regex import regex_to_dfa
@@ -98,6 +99,7 @@ __all__ = [
     "from_automata_lib",
     "from_pyformlang",
     "initialize",
+    "intersect",
     "limits",
     "load",
     "load_network",
