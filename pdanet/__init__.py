@@ -44,6 +44,7 @@ from pdanet.automata.io import from_automata_lib, from_pyformlang, load
 from pdanet.automata.nfa import NFA
 from pdanet.automata.regex import regex_to_dfa
 from pdanet.automata.weighted import WeightedPDA, WeightedPDT
+from pdanet.automata.weighted_ops import allsum, closure, pcfg_to_wpda, wpda_allsum, wpda_to_wcfg
 
 # Load the subpackage pdanet.verify now (it is cheap and torch-free) so that the import system
 # binds the attribute ``verify`` to the module here, once; the name is then dropped, and
@@ -90,8 +91,10 @@ __all__ = [
     "WeightedPDA",
     "WeightedPDT",
     "__version__",
+    "allsum",
     "bounds",
     "certify",
+    "closure",
     "compile",
     "draw",
     "accepts_empty",
@@ -103,12 +106,15 @@ __all__ = [
     "limits",
     "load",
     "load_network",
+    "pcfg_to_wpda",
     "pda_to_cfg",
     "regex_to_dfa",
     "render",
     "save_network",
     "to_empty_stack",
     "to_final_state",
+    "wpda_allsum",
+    "wpda_to_wcfg",
     "tasks",
     "to_networkx",
     "verify",

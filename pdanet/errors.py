@@ -31,6 +31,10 @@ class InputError(PdanetError):
     """Bad input to a machine or a network: unknown symbols, bad arguments, bad lengths."""
 
 
+class DivergenceError(InputError):
+    """A star or an allsum does not converge: the weights on some cycle sum to ≥ 1."""
+
+
 class SpecError(PdanetError):
     """A machine file (JSON, JFLAP) is malformed. The message names the path to the bad field."""
 
@@ -68,17 +72,18 @@ class ResourceError(PdanetError):
 
 
 __all__ = [
-    "PdanetError",
     "AutomatonError",
+    "CertificationError",
+    "CompileError",
     "DeterminismError",
+    "DivergenceError",
     "EpsilonLoopError",
     "FrozenMachineError",
     "InputError",
-    "SpecError",
+    "PdanetError",
+    "ResourceError",
     "SearchBoundError",
-    "CompileError",
+    "SpecError",
     "UnboundedStackError",
     "VerificationError",
-    "CertificationError",
-    "ResourceError",
 ]

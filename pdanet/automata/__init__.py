@@ -10,7 +10,9 @@ from pdanet.automata.fst import FST
 from pdanet.automata.grammar import CFG, PCFG
 from pdanet.automata.pda import DPDA, PDA, PDAConfig
 from pdanet.automata.pdt import DPDT, PDTConfig
+from pdanet.automata.weighted_ops import allsum, closure, pcfg_to_wpda, wpda_allsum, wpda_to_wcfg
 
 __all__ = ["BOTTOM", "CFG", "DFA", "DPDA", "DPDT", "EPSILON", "FST", "PCFG", "PDA", "Alphabet",
            "BatchTrace", "BoundedPDA", "DFAConfig", "DyckConfig", "DyckKM", "Machine", "PDAConfig",
-           "PDTConfig", "Step", "dyck", "tasks"]
+           "PDTConfig", "Step", "allsum", "closure", "dyck", "pcfg_to_wpda", "tasks",
+           "wpda_allsum", "wpda_to_wcfg"]
