@@ -17,6 +17,7 @@ from pdanet.automata.pda import DPDA
 from pdanet.automata.tasks import butoi2024 as B
 from pdanet.automata.tasks import deletang2023 as D
 from pdanet.errors import InputError
+from tests.test_tasks import perturb
 
 # task -> (parameters, lengths to sample, longest exhaustively checked length)
 CASES = {
@@ -32,19 +33,6 @@ CASES = {
 NEW = set(CASES)
 
 
-def perturb(s: tuple, symbols: tuple, rng: np.random.Generator) -> list[tuple]:
-    """Substitute, delete, insert and swap at random positions."""
-    out = []
-    if s:
-        i = int(rng.integers(len(s)))
-        out.append(s[:i] + (symbols[int(rng.integers(len(symbols)))],) + s[i + 1:])
-        out.append(s[:i] + s[i + 1:])
-        if len(s) > 1:
-            j = int(rng.integers(len(s) - 1))
-            out.append(s[:j] + (s[j + 1], s[j]) + s[j + 2:])
-    i = int(rng.integers(len(s) + 1))
-    out.append(s[:i] + (symbols[int(rng.integers(len(symbols)))],) + s[i:])
-    return out
 
 
 def test_tasks_are_registered_with_their_sources():
