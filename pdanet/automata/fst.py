@@ -28,7 +28,7 @@ from pdanet import limits
 from pdanet.automata.alphabet import BOTTOM, EPSILON, Alphabet
 from pdanet.automata.base import Frozen, index_states, short_name
 from pdanet.automata.dfa import DFA
-from pdanet.automata.nfa import NFA
+from pdanet.automata.nfa import NFA, state_set
 from pdanet.errors import AutomatonError, EpsilonLoopError, InputError
 
 _COLLECTIONS = (set, frozenset, list)
@@ -123,19 +123,7 @@ class FST(Frozen):
         self.transitions = trans
 
     def _state_set(self, value: object, what: str) -> frozenset:
-        try:
-            if value in self._state_index:
-                return frozenset([value])
-        except TypeError:
-            pass
-        if isinstance(value, (*_COLLECTIONS, tuple)):
-            members = frozenset(value)
-            for q in members:
-                if q not in self._state_index:
-                    raise AutomatonError(f"{what}: {q!r} is not among the declared states")
-            return members
-        raise AutomatonError(f"{what} {value!r} is not among the declared states; add it to "
-                             "`states`")
+        return state_set(value, self._state_index, what)
 
     def _move(self, key: tuple, move: Any) -> tuple:
         if not (isinstance(move, tuple) and len(move) == 2):

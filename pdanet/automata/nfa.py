@@ -22,6 +22,23 @@ from pdanet.errors import AutomatonError, InputError
 _COLLECTIONS = (set, frozenset, list, tuple)
 
 
+def state_set(value: object, states: Mapping, what: str) -> frozenset:
+    """A declared state (a key of ``states``) as a one-element set, or a collection of declared
+    states as a set; AutomatonError naming ``what`` otherwise."""
+    try:
+        if value in states:
+            return frozenset([value])
+    except TypeError:
+        pass
+    if isinstance(value, _COLLECTIONS):
+        members = frozenset(value)
+        for q in members:
+            if q not in states:
+                raise AutomatonError(f"{what}: {q!r} is not among the declared states")
+        return members
+    raise AutomatonError(f"{what} {value!r} is not among the declared states; add it to `states`")
+
+
 class NFA(Frozen):
     """A nondeterministic finite automaton with ε-moves (immutable, validated)."""
 
@@ -67,21 +84,7 @@ class NFA(Frozen):
         self.transitions = trans
 
     def _state_set(self, value: object, what: str) -> frozenset:
-        """A declared state as a one-element set, or a collection of declared states as a set."""
-        try:
-            if value in self._state_index:
-                return frozenset([value])
-        except TypeError:
-            pass
-        if isinstance(value, _COLLECTIONS):
-            members = frozenset(value)
-            for q in members:
-                if q not in self._state_index:
-                    raise AutomatonError(f"{what}: {q!r} is not among the declared states")
-            return members
-        raise AutomatonError(
-            f"{what} {value!r} is not among the declared states; add it to `states`"
-        )
+        return state_set(value, self._state_index, what)
 
     # --- identity -----------------------------------------------------------------------------
     @cached_property

@@ -55,6 +55,7 @@ from torch import nn
 from pdanet import limits
 from pdanet.constructions.abstraction import ControllerMemory, ControllerUnit
 from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact
+from pdanet.constructions.modules import keyed, module_state, unkeyed
 from pdanet.constructions.realtime import RealtimeTable, U, one_op, store_codes
 from pdanet.constructions.realtime import table as realtime_table
 from pdanet.constructions.stacks.grefenstette import NeuralDeQue, NeuralQueue, NeuralStack
@@ -275,16 +276,12 @@ class StackRNN(nn.Module):
 
     def blocks(self, numpy: bool = False) -> ControllerBlocks:
         """The weights by meaning: tensors, or with ``numpy`` float64 arrays (detached)."""
-        state = self.state_dict()
-        if numpy:
-            state = {k: v.detach().double().cpu().numpy() for k, v in state.items()}
-        return ControllerBlocks(**{f: state.get(k) for f, k in _CONTROLLER_KEYS.items()})
+        return unkeyed(ControllerBlocks, _CONTROLLER_KEYS, module_state(self, numpy))
 
     @staticmethod
     def state_dict_of(blocks: ControllerBlocks) -> dict[str, Any]:
         """The blocks keyed as the module's ``state_dict`` (None blocks left out)."""
-        return {k: getattr(blocks, f) for f, k in _CONTROLLER_KEYS.items()
-                if getattr(blocks, f) is not None}
+        return keyed(blocks, _CONTROLLER_KEYS)
 
     @torch.no_grad()
     def trace_actions(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

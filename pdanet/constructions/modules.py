@@ -11,6 +11,7 @@ own ``nn.RNN``/``nn.LSTM`` (``rnn.*`` keys are exactly PyTorch's).
 from __future__ import annotations
 
 import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -63,16 +64,26 @@ def module_state(module: nn.Module, numpy: bool = False) -> dict[str, Any]:
     return state
 
 
-def recurrent_state_dict(blocks: RecurrentBlocks) -> dict[str, Any]:
-    """The blocks keyed as `RecurrentNet`'s ``state_dict`` (None blocks left out): what a
-    construction hands to `load_exact`."""
-    return {_KEYS[f.name]: getattr(blocks, f.name) for f in fields(blocks)
+def keyed(blocks: Any, keys: Mapping[str, str]) -> dict[str, Any]:
+    """A module's blocks (a dataclass of weights by meaning) keyed as its ``state_dict`` by
+    ``keys`` (field → key), None blocks left out: what a construction hands to `load_exact`."""
+    return {keys[f.name]: getattr(blocks, f.name) for f in fields(blocks)
             if getattr(blocks, f.name) is not None}
 
 
-def recurrent_blocks(state: dict[str, Any]) -> RecurrentBlocks:
+def unkeyed(cls: type, keys: Mapping[str, str], state: Mapping[str, Any]) -> Any:
+    """The inverse of `keyed`: a state dict (or exact weights) as ``cls`` blocks by meaning."""
+    return cls(**{f: state.get(k) for f, k in keys.items()})
+
+
+def recurrent_state_dict(blocks: RecurrentBlocks) -> dict[str, Any]:
+    """`RecurrentNet`'s blocks keyed as its ``state_dict`` (`keyed`)."""
+    return keyed(blocks, _KEYS)
+
+
+def recurrent_blocks(state: Mapping[str, Any]) -> RecurrentBlocks:
     """The inverse of `recurrent_state_dict`: a state dict (or exact weights) by meaning."""
-    return RecurrentBlocks(**{f: state.get(k) for f, k in _KEYS.items()})
+    return unkeyed(RecurrentBlocks, _KEYS, state)
 
 
 class RecurrentNet(nn.Module):

@@ -39,7 +39,7 @@ from pdanet.automata.pda import DPDA, PDA
 from pdanet.automata.weighted import WeightedPDA
 from pdanet.constructions.abstraction import NSChart
 from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact
-from pdanet.constructions.modules import module_state
+from pdanet.constructions.modules import keyed, module_state, unkeyed
 from pdanet.constructions.stacks.ns import NondeterministicStack
 from pdanet.errors import CompileError, InputError
 
@@ -62,7 +62,7 @@ _KEYS = {"embedding": "embedding.weight", "log_final": "log_final"}
 
 def ns_state_dict(blocks: NSBlocks) -> dict[str, Any]:
     """The blocks keyed as `NSRNNNet`'s ``state_dict`` (what `load_exact` takes)."""
-    return {key: getattr(blocks, name) for name, key in _KEYS.items()}
+    return keyed(blocks, _KEYS)
 
 
 class NSRNNNet(nn.Module):
@@ -81,8 +81,7 @@ class NSRNNNet(nn.Module):
 
     def blocks(self, numpy: bool = False) -> NSBlocks:
         """The weights by meaning: tensors, or with ``numpy`` float64 arrays (detached)."""
-        state = module_state(self, numpy)
-        return NSBlocks(**{name: state[key] for name, key in _KEYS.items()})
+        return unkeyed(NSBlocks, _KEYS, module_state(self, numpy))
 
     def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         ids = torch.as_tensor(ids)

@@ -11,13 +11,13 @@ logits (B, T+1, O))``; padding (-1) is read as symbol 0.
 from __future__ import annotations
 
 import numbers
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import nn
 
-from pdanet.constructions.modules import module_state
+from pdanet.constructions.modules import keyed, module_state, unkeyed
 from pdanet.errors import InputError
 
 
@@ -42,7 +42,7 @@ _KEYS = {"weight": "weight", "bias": "bias", "h0": "h0", "readout_weight": "read
 def second_order_state_dict(blocks: SecondOrderBlocks) -> dict[str, Any]:
     """The blocks keyed as `SecondOrderRNN`'s ``state_dict``: what a construction hands to
     `load_exact`."""
-    return {_KEYS[f.name]: getattr(blocks, f.name) for f in fields(blocks)}
+    return keyed(blocks, _KEYS)
 
 
 class SecondOrderRNN(nn.Module):
@@ -72,8 +72,7 @@ class SecondOrderRNN(nn.Module):
 
     def blocks(self, numpy: bool = False) -> SecondOrderBlocks:
         """The weights by meaning: tensors, or with ``numpy`` float64 arrays (detached)."""
-        state = module_state(self, numpy)
-        return SecondOrderBlocks(**{f: state[k] for f, k in _KEYS.items()})
+        return unkeyed(SecondOrderBlocks, _KEYS, module_state(self, numpy))
 
     @property
     def sparse(self) -> bool:
