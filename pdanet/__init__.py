@@ -37,8 +37,9 @@ from pdanet.automata import (
     DyckKM,
     tasks,
 )
-from pdanet.automata.fst import FST
+from pdanet.automata.composition import PushdownRelation, compose
 from pdanet.automata.conversions import accepts_empty, pda_to_cfg, to_empty_stack, to_final_state
+from pdanet.automata.fst import FST
 from pdanet.automata.intersection import intersect
 from pdanet.automata.io import from_automata_lib, from_pyformlang, load
 from pdanet.automata.nfa import NFA
@@ -78,6 +79,7 @@ __all__ = [
     "DPDA",
     "DPDT",
     "EPSILON",
+    "FST",
     "NFA",
     "PCFG",
     "PDA",
@@ -86,18 +88,19 @@ __all__ = [
     "Certificate",
     "CompiledNetwork",
     "DyckKM",
-    "FST",
+    "PushdownRelation",
     "VerifyOptions",
     "WeightedPDA",
     "WeightedPDT",
     "__version__",
+    "accepts_empty",
     "allsum",
     "bounds",
     "certify",
     "closure",
     "compile",
+    "compose",
     "draw",
-    "accepts_empty",
     "errors",
     "from_automata_lib",
     "from_pyformlang",
@@ -111,13 +114,13 @@ __all__ = [
     "regex_to_dfa",
     "render",
     "save_network",
+    "tasks",
     "to_empty_stack",
     "to_final_state",
-    "wpda_allsum",
-    "wpda_to_wcfg",
-    "tasks",
     "to_networkx",
     "verify",
+    "wpda_allsum",
+    "wpda_to_wcfg",
 ]
 
 

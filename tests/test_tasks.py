@@ -45,6 +45,10 @@ CASES = {
     "stack_manipulation": ({}, [1, 4, 9, 13], 5),
     "modular_arithmetic_brackets": ({}, [3, 7, 12], 4),
     "solve_equation": ({"modulus": 2}, [5, 9, 14], 5),
+    "reverse_string": ({}, [0, 2, 8, 12], 8),
+    "duplicate_string": ({}, [0, 3, 9, 12], 8),
+    "odds_first": ({}, [0, 2, 8, 12], 8),
+    "marked_copy": ({}, [1, 5, 11], 8),
 }
 for _k in range(1, 7):
     CASES[f"dyck{_k}"] = ({}, [0, 2, 8, 14], {1: 8, 2: 6, 3: 4, 4: 4, 5: 3, 6: 3}[_k])

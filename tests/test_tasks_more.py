@@ -186,8 +186,8 @@ def test_samplers_are_reproducible_and_check_their_arguments():
 
 
 def test_marked_copy_reference_and_sampler():
-    """Marked Copy (context-sensitive) has a reference and a sampler but no registered machine."""
-    assert "marked_copy" not in T.names()
+    """Butoi et al.'s Marked Copy recogniser reference (w#w, context-sensitive) and sampler; the
+    registered `marked_copy` task is Delétang et al.'s transduction w# → w (a queue)."""
     ref = B.marked_copy_reference
     assert ref(tuple("01#01")) and ref(("#",)) and not ref(tuple("01#10"))
     assert not ref(tuple("0#0#0")) and not ref(tuple("2#2")) and not ref(())

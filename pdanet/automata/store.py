@@ -406,11 +406,13 @@ class StoreTransducer(Machine):
         for pos, sym in enumerate(self.alphabet.split(string)):
             config = self.step(config, sym)
             if config.state is None:
-                raise InputError(f"{self!r} blocks at position {pos} of {string!r}")
+                raise InputError(f"{self!r} blocks at position {pos} of {string!r}: the string is not "
+                                 "in the transducer's domain")
             if config.emitted is not None:
                 out.append(config.emitted)
         if not self.is_accepting(config):
-            raise InputError(f"{self!r} ends {string!r} outside its accepting states")
+            raise InputError(f"{self!r} ends {string!r} outside its accepting states: the string "
+                             "is not in the transducer's domain")
         return tuple(out)
 
     # --- batched simulation ---------------------------------------------------------------------

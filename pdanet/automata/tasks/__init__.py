@@ -20,7 +20,8 @@ Where a paper gives no rule probabilities, the defaults here are our own choice 
 
 The package has one module per source paper — `hao2018`, `grefenstette2015`, `suzgun2019`,
 `dusell2021`, `hewitt2020`, `deletang2023` and `butoi2024` (benchmark tasks of Delétang et al.
-2023 and of the FLaRe benchmark, as recognisers whose answer follows the input), and `folklore`
+2023 and of the FLaRe benchmark: recognisers whose answer follows the input, and Delétang et al.'s
+sequence-to-sequence tasks as transducers whose output follows the input), and `folklore`
 for standard finite-state examples — holding the
 machines, samplers, references and grammars; `sampling` the samplers they share; `task` the
 `Task` record; and `registry` the one explicit list of tasks (`TASKS`). Everything is re-exported

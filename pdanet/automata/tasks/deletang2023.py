@@ -16,8 +16,25 @@ Machines are real-time DPDAs (final-state acceptance) built by one construction:
 cell per open bracket — ``(`` or, once the left operand and the operator are read, the pair — and
 the state holds the value of the operand just completed. For Solve Equation a value is the affine
 map a·x + c (mod modulus) with a flag telling whether x occurred, which is exact because x occurs
-once. (Reverse String, the remaining deterministic context-free task, is `reversal`; Stack
-Manipulation is in `butoi2024`.)
+once. (Stack Manipulation is in `butoi2024`.)
+
+Sequence-to-sequence tasks, in the paper's form: the model reads the input w and then one "empty"
+token per output position, and the output is read off those positions. pdanet writes this as the
+delayed-output form w b^|f(w)| of Hao et al. (2018) §2.3 (b the blank ``#``): each step emits one
+symbol — the blank while w is read, then f(w) one symbol per blank — and a string of any other
+shape is outside the domain (reference None, machine blocks or rejects). Over {0, 1} by default,
+as in the paper:
+
+- ``reverse_string`` (DCF): w -> w^R, a real-time DPDT.
+- ``duplicate_string`` (CS): w -> w w, a real-time transducer with one queue.
+- ``odds_first`` (CS): a1 … an -> a1 a3 … a2 a4 …, a real-time transducer with one queue.
+- ``marked_copy``: w # -> w, the copy language w # w of Butoi et al. (2025) as a transduction,
+  w # _^|w| -> _^(|w|+1) w (blank ``_``, distinct from the marker), with one queue.
+
+Missing Duplicate (CS; w w with one symbol hidden -> the hidden symbol) is not here: its one
+output comes one step after the input ends and depends on where the middle of the input is,
+known only then, so it needs random access to the stored input at the last step; pdanet has no
+real-time machine with one stack or queue for it (with a bound on the length it is finite-state).
 """
 
 from __future__ import annotations
@@ -27,7 +44,11 @@ from typing import Any
 
 from pdanet.automata.alphabet import BOTTOM
 from pdanet.automata.pda import DPDA
-from pdanet.automata.tasks.sampling import check_rng, draw_lengths
+from pdanet.automata.pdt import DPDT
+from pdanet.automata.store import StoreTransducer
+from pdanet.automata.tasks.hao2018 import reversal_machine
+from pdanet.automata.tasks.sampling import check_alphabet, check_rng, draw_lengths
+from pdanet.automata.tasks.task import BLANK
 from pdanet.errors import InputError
 
 MODULUS = 5
@@ -284,9 +305,254 @@ def solve_equation_sampler(n: int, lengths, rng=None, modulus: int = MODULUS,
     return out
 
 
+# --- sequence-to-sequence tasks ------------------------------------------------------------------
+# Delétang et al. (2023) feed the input w, then one "empty" token per output position, and read
+# the output off those positions (their `make_model_with_empty_targets`). pdanet writes that as
+# the delayed-output form w b^|f(w)| (b the blank): each step emits one symbol, the blank while w
+# is read and then f(w), one symbol per blank.
+BITS = ("0", "1")
+COPY_MARK = "#"
+COPY_BLANK = "_"
+
+
+def _symbols(alphabet: Any, reserved: Sequence[Hashable]) -> tuple:
+    syms = check_alphabet(alphabet, reserved)
+    if not syms:
+        raise InputError("the alphabet must have at least one symbol")
+    if len(set(reserved)) != len(reserved):
+        raise InputError(f"the marker and the blank must differ, got {tuple(reserved)!r}")
+    return syms
+
+
+def _seq2seq_reference(string: Sequence, syms: tuple, blank: Hashable,
+                       f: Callable[[tuple], tuple], marker: Hashable | None = None
+                       ) -> tuple | None:
+    """Per-step outputs of w [marker] blank^|f(w)| -> blank^(|w| [+1]) f(w); None off the
+    domain (w over `syms`, then the marker when one is given, then exactly |f(w)| blanks)."""
+    s = tuple(string)
+    n = 0
+    while n < len(s) and s[n] in syms:
+        n += 1
+    w, rest = s[:n], s[n:]
+    if marker is not None:
+        if not rest or rest[0] != marker:
+            return None
+        rest = rest[1:]
+    y = f(w)
+    if rest != (blank,) * len(y):
+        return None
+    return (blank,) * (len(s) - len(y)) + y
+
+
+def _seq2seq_sampler(n: int, lengths, rng, syms: tuple, blank: Hashable, ratio: int,
+                     what: str, marker: Hashable | None = None) -> list:
+    """w [marker] blank^(|f(w)|) with w uniform, |f(w)| = (ratio - 1)·|w|; lengths are totals."""
+    rng = check_rng(rng)
+    extra = 0 if marker is None else 1
+    out = []
+    for L in draw_lengths(n, lengths, rng):
+        if (L - extra) % ratio or L < extra:
+            raise InputError(f"strings {what} have lengths ≡ {extra} (mod {ratio}); {L} is not")
+        k = (L - extra) // ratio
+        w = tuple(syms[i] for i in rng.integers(0, len(syms), size=k))
+        out.append(w + ((marker,) if marker is not None else ()) + (blank,) * (L - extra - k))
+    return out
+
+
+def _queue_transducer(syms: tuple, blank: Hashable, trans: dict, states: Sequence,
+                      store: Sequence, name: str, accepting: Sequence, marker=None):
+    return StoreTransducer("queue", states, syms + ((marker,) if marker is not None else ())
+                           + (blank,), syms + (blank,), store, trans, "start",
+                           accepting=accepting, name=name)
+
+
+# Reverse String (DCF) ----------------------------------------------------------------------------
+def reverse_string_machine(alphabet: Any = BITS, blank: str = BLANK) -> DPDT:
+    """Delétang et al. (2023), appendix, "Reverse String" (DCF): a1…an -> an…a1, over {0, 1} in
+    the paper, in the delayed-output form w #^|w| -> #^|w| w^R. The real-time DPDT of Hao et al.
+    (2018) Fig. 3 (`hao2018.reversal_machine`): push w, then pop one symbol per blank; domain
+    exactly w #^|w|. (Compiles to ``stack_rnn``.)"""
+    _symbols(alphabet, (blank,))
+    return reversal_machine(alphabet, blank, name="reverse_string")
+
+
+def reverse_string_reference(string: Sequence, alphabet: Any = BITS, blank: str = BLANK):
+    """#^|w| w^R for w #^|w| (w read backwards, written from the task's text), else None."""
+    syms = _symbols(alphabet, (blank,))
+    return _seq2seq_reference(string, syms, blank, lambda w: tuple(w[i] for i in
+                                                                   range(len(w) - 1, -1, -1)))
+
+
+def reverse_string_sampler(n: int, lengths, rng=None, alphabet: Any = BITS, blank: str = BLANK):
+    """w #^|w| with w uniform over the alphabet; total lengths are even."""
+    syms = _symbols(alphabet, (blank,))
+    return _seq2seq_sampler(n, lengths, rng, syms, blank, 2, "w #^|w|")
+
+
+# Duplicate String (CS) ---------------------------------------------------------------------------
+def duplicate_string_machine(alphabet: Any = BITS, blank: str = BLANK) -> StoreTransducer:
+    """Delétang et al. (2023), appendix, "Duplicate String" (CS): a1…an -> a1…an a1…an, in the
+    delayed-output form w #^2|w| -> #^|w| w w. A real-time transducer with one queue (no
+    pushdown machine computes it): w is enqueued as read; the first pass dequeues and emits each
+    symbol and re-enqueues it marked ("2", a), one step late — the state holds the symbol just
+    emitted — so that when the front turns out to be a marked symbol the held one is known to be
+    the last, and is enqueued as ("last", a); the second pass dequeues and emits the marked
+    symbols and stops at ("last", a). Domain exactly w #^2|w| (accepting: ``start``, ``done``)."""
+    syms = _symbols(alphabet, (blank,))
+    t: dict = {}
+    store = syms + tuple(("2", a) for a in syms) + tuple(("last", a) for a in syms)
+    for x in syms:
+        t[("start", x, BOTTOM)] = ("read", blank, ("push", x))
+        for s in syms + (BOTTOM,):
+            t[("read", x, s)] = ("read", blank, ("push", x))
+    for a in syms:
+        t[("read", blank, a)] = (("pass1", a), a, "pop")
+        for h in syms:
+            t[(("pass1", h), blank, a)] = (("pass1", a), a, ("replace", ("2", h)))
+            t[(("pass1", h), blank, ("2", a))] = ("pass2", a, ("replace", ("last", h)))
+        t[(("pass1", a), blank, BOTTOM)] = ("done", a, "noop")  # |w| = 1
+        t[("pass2", blank, ("2", a))] = ("pass2", a, "pop")
+        t[("pass2", blank, ("last", a))] = ("done", a, "pop")
+    states = ("start", "read", "pass2", "done") + tuple(("pass1", a) for a in syms)
+    return _queue_transducer(syms, blank, t, states, store, "duplicate_string",
+                             ("start", "done"))
+
+
+def duplicate_string_reference(string: Sequence, alphabet: Any = BITS, blank: str = BLANK):
+    """#^|w| w w for w #^2|w|, else None."""
+    syms = _symbols(alphabet, (blank,))
+    return _seq2seq_reference(string, syms, blank, lambda w: w + w)
+
+
+def duplicate_string_sampler(n: int, lengths, rng=None, alphabet: Any = BITS,
+                             blank: str = BLANK):
+    """w #^2|w| with w uniform; total lengths are multiples of 3."""
+    syms = _symbols(alphabet, (blank,))
+    return _seq2seq_sampler(n, lengths, rng, syms, blank, 3, "w #^2|w|")
+
+
+# Odds First (CS) ---------------------------------------------------------------------------------
+def odds_first_machine(alphabet: Any = BITS, blank: str = BLANK) -> StoreTransducer:
+    """Delétang et al. (2023), appendix, "Odds First" (CS): a1 a2 … an -> a1 a3 a5 … a2 a4 a6 …
+    (the symbols at odd positions, counted from 1, then those at even positions), in the
+    delayed-output form w #^|w| -> #^|w| odds(w) evens(w). The paper's text and its examples
+    (00110101 -> 0100 0111, 110 -> 10 1) fix this order; the sampler of the paper's released code
+    concatenates the 0-based odd positions first (a2 a4 … a1 a3 …), the opposite order — we
+    follow the text.
+
+    A real-time transducer with one queue: w is enqueued in pairs (a_{2i-1}, a_{2i}) (the state
+    holds a_{2i-1} until its partner comes; for odd n it still holds a_n at the first blank). The
+    odds phase dequeues a pair, emits its first symbol and re-enqueues its second as ("even", a),
+    one step late (the state holds it) so that the last even symbol can be enqueued as
+    ("last", a) when the front stops being a pair; for odd n the held a_n is emitted at that step.
+    The evens phase dequeues and emits until ("last", a). Domain exactly w #^|w|."""
+    syms = _symbols(alphabet, (blank,))
+    pairs = tuple((a, b) for a in syms for b in syms)
+    store = pairs + tuple(("even", a) for a in syms) + tuple(("last", a) for a in syms)
+    t: dict = {}
+    G = store + (BOTTOM,)
+    held = (None,) + syms
+    for s in G:
+        for x in syms:
+            t[("start", x, s)] = (("read", x), blank, "noop")
+            t[(("read", None), x, s)] = (("read", x), blank, "noop")
+            for y in syms:
+                t[(("read", y), x, s)] = (("read", None), blank, ("push", (y, x)))
+    for z in held:
+        for a, b in pairs:  # the first blank: the first odd symbol
+            t[(("read", z), blank, (a, b))] = (("odds", z, b), a, "pop")
+            for h in syms:
+                t[(("odds", z, h), blank, (a, b))] = (("odds", z, b), a, ("replace", ("even", h)))
+        for h in syms:
+            for c in syms:  # no pair left
+                if z is None:
+                    t[(("odds", z, h), blank, ("even", c))] = ("evens", c,
+                                                               ("replace", ("last", h)))
+                else:
+                    t[(("odds", z, h), blank, ("even", c))] = ("evens", z, ("push", ("last", h)))
+            if z is None:
+                t[(("odds", z, h), blank, BOTTOM)] = ("done", h, "noop")
+            else:
+                t[(("odds", z, h), blank, BOTTOM)] = ("evens", z, ("push", ("last", h)))
+    for z in syms:
+        t[(("read", z), blank, BOTTOM)] = ("done", z, "noop")  # |w| = 1
+    for c in syms:
+        t[("evens", blank, ("even", c))] = ("evens", c, "pop")
+        t[("evens", blank, ("last", c))] = ("done", c, "pop")
+    states = (("start", "evens", "done") + tuple(("read", z) for z in held)
+              + tuple(("odds", z, h) for z in held for h in syms))
+    return _queue_transducer(syms, blank, t, states, store, "odds_first", ("start", "done"))
+
+
+def odds_first_reference(string: Sequence, alphabet: Any = BITS, blank: str = BLANK):
+    """#^|w| a1 a3 … a2 a4 … for w = a1 … an followed by #^|w|, else None."""
+    syms = _symbols(alphabet, (blank,))
+
+    def odds_first(w: tuple) -> tuple:
+        odd = [w[i - 1] for i in range(1, len(w) + 1) if i % 2 == 1]
+        even = [w[i - 1] for i in range(1, len(w) + 1) if i % 2 == 0]
+        return tuple(odd + even)
+
+    return _seq2seq_reference(string, syms, blank, odds_first)
+
+
+def odds_first_sampler(n: int, lengths, rng=None, alphabet: Any = BITS, blank: str = BLANK):
+    """w #^|w| with w uniform; total lengths are even."""
+    syms = _symbols(alphabet, (blank,))
+    return _seq2seq_sampler(n, lengths, rng, syms, blank, 2, "w #^|w|")
+
+
+# Marked Copy -------------------------------------------------------------------------------------
+def marked_copy_machine(alphabet: Any = BITS, marker: str = COPY_MARK,
+                        blank: str = COPY_BLANK) -> StoreTransducer:
+    """The copy language w # w (Butoi et al. 2025, Table 1 "Marked Copy"; the copy task of
+    Delétang et al. 2023) as a transduction: w # -> w, in the delayed-output form
+    w # _^|w| -> _^(|w|+1) w — the marker ends the input, then each blank ``_`` asks for the next
+    symbol of the copy (the blank differs from the marker here, so that the input prefix w # and
+    the outputs after it spell w # w). A real-time transducer with one queue: w is enqueued one
+    step late (the state holds the symbol just read), so that at the marker the held symbol is
+    known to be the last and is enqueued as ("last", a); each blank dequeues and emits one symbol
+    until ("last", a). Domain exactly w # _^|w|."""
+    syms = _symbols(alphabet, (marker, blank))
+    store = syms + tuple(("last", a) for a in syms)
+    t: dict = {}
+    for s in store + (BOTTOM,):
+        for x in syms:
+            t[("start", x, s)] = (("hold", x), blank, "noop")
+            for h in syms:
+                t[(("hold", h), x, s)] = (("hold", x), blank, ("push", h))
+        for h in syms:
+            t[(("hold", h), marker, s)] = ("copy", blank, ("push", ("last", h)))
+    t[("start", marker, BOTTOM)] = ("done", blank, "noop")  # w = ε
+    for a in syms:
+        t[("copy", blank, a)] = ("copy", a, "pop")
+        t[("copy", blank, ("last", a))] = ("done", a, "pop")
+    states = ("start", "copy", "done") + tuple(("hold", h) for h in syms)
+    return _queue_transducer(syms, blank, t, states, store, "marked_copy", ("done",),
+                             marker=marker)
+
+
+def marked_copy_reference(string: Sequence, alphabet: Any = BITS, marker: str = COPY_MARK,
+                          blank: str = COPY_BLANK):
+    """_^(|w|+1) w for w # _^|w|, else None."""
+    syms = _symbols(alphabet, (marker, blank))
+    return _seq2seq_reference(string, syms, blank, lambda w: w, marker=marker)
+
+
+def marked_copy_sampler(n: int, lengths, rng=None, alphabet: Any = BITS,
+                        marker: str = COPY_MARK, blank: str = COPY_BLANK):
+    """w # _^|w| with w uniform; total lengths are odd."""
+    syms = _symbols(alphabet, (marker, blank))
+    return _seq2seq_sampler(n, lengths, rng, syms, blank, 2, "w # _^|w|", marker=marker)
+
+
 __all__ = [
-    "ANSWER", "MODULUS", "UNKNOWN",
+    "ANSWER", "BITS", "COPY_BLANK", "COPY_MARK", "MODULUS", "UNKNOWN",
+    "duplicate_string_machine", "duplicate_string_reference", "duplicate_string_sampler",
+    "marked_copy_machine", "marked_copy_reference", "marked_copy_sampler",
     "modular_arithmetic_brackets_machine", "modular_arithmetic_brackets_reference",
     "modular_arithmetic_brackets_sampler",
+    "odds_first_machine", "odds_first_reference", "odds_first_sampler",
+    "reverse_string_machine", "reverse_string_reference", "reverse_string_sampler",
     "solve_equation_machine", "solve_equation_reference", "solve_equation_sampler",
 ]

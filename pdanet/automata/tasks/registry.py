@@ -118,6 +118,25 @@ TASKS: tuple[Task, ...] = (
          "Delétang et al. (2023), appendix (task descriptions)",
          "E = v # s for a bracketed expression E with one unknown x, s a solution of E = v "
          "mod 5 (real-time DPDA).", "recognise"),
+    # Delétang et al. (2023), sequence-to-sequence tasks in delayed-output form
+    Task("reverse_string", deletang.reverse_string_machine, deletang.reverse_string_sampler,
+         deletang.reverse_string_reference,
+         "Delétang et al. (2023), appendix (task descriptions): Reverse String (DCF)",
+         "w #^|w| -> #^|w| w^R over {0, 1} (real-time DPDT).", "transduce"),
+    Task("duplicate_string", deletang.duplicate_string_machine,
+         deletang.duplicate_string_sampler, deletang.duplicate_string_reference,
+         "Delétang et al. (2023), appendix (task descriptions): Duplicate String (CS)",
+         "w #^2|w| -> #^|w| w w over {0, 1} (real-time transducer with a queue).", "transduce"),
+    Task("odds_first", deletang.odds_first_machine, deletang.odds_first_sampler,
+         deletang.odds_first_reference,
+         "Delétang et al. (2023), appendix (task descriptions): Odds First (CS)",
+         "w #^|w| -> #^|w| a1 a3 … a2 a4 … over {0, 1} (real-time transducer with a queue).",
+         "transduce"),
+    Task("marked_copy", deletang.marked_copy_machine, deletang.marked_copy_sampler,
+         deletang.marked_copy_reference,
+         "Butoi et al. (2025), Table 1 (Marked Copy); Delétang et al. (2023), appendix",
+         "The copy language w # w as the transduction w # _^|w| -> _^(|w|+1) w over {0, 1} "
+         "(real-time transducer with a queue).", "transduce"),
     # Butoi et al. (2025), FLaRe
     Task("repeat_01", butoi.repeat_01_machine, butoi.repeat_01_sampler, butoi.repeat_01_reference,
          "Butoi et al. (2025), Table 1", "The language (01)* (DFA).", "recognise"),
