@@ -43,6 +43,7 @@ from pdanet.automata.fst import FST
 from pdanet.automata.intersection import intersect
 from pdanet.automata.io import from_automata_lib, from_pyformlang, load
 from pdanet.automata.nfa import NFA
+from pdanet.automata.probabilistic import PFSA, ProbabilisticDPDA
 from pdanet.automata.regex import regex_to_dfa
 from pdanet.automata.weighted import WeightedPDA, WeightedPDT
 from pdanet.automata.weighted_ops import allsum, closure, pcfg_to_wpda, wpda_allsum, wpda_to_wcfg
@@ -83,11 +84,13 @@ __all__ = [
     "NFA",
     "PCFG",
     "PDA",
+    "PFSA",
     "Alphabet",
     "BoundedPDA",
     "Certificate",
     "CompiledNetwork",
     "DyckKM",
+    "ProbabilisticDPDA",
     "PushdownRelation",
     "VerifyOptions",
     "WeightedPDA",

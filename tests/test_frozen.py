@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import inspect
 import pickle
+from fractions import Fraction
 
 import pytest
 from hypothesis import given, settings
@@ -20,6 +21,7 @@ import pdanet.automata  # registers every machine class
 from pdanet.automata.alphabet import BOTTOM as Z
 from pdanet.automata.alphabet import EPSILON as E
 from pdanet.automata.base import Machine
+from pdanet.automata.probabilistic import PFSA, marked_reversal
 from pdanet.errors import AutomatonError, FrozenMachineError
 
 TASKS = [n for n in pn.tasks.names() if pn.tasks.get(n) is not None]
@@ -75,6 +77,14 @@ EXAMPLES = {
 }
 EXAMPLES["StoreTransducer"] = (lambda: pn.tasks.get("sequence_copy", store="queue"),
                                lambda: pn.tasks.get("sequence_copy", store="deque"))
+EXAMPLES["PFSA"] = (
+    lambda: PFSA([0, 1], "ab", {(0, "a"): (1, Fraction(1, 2)), (1, "b"): (0, 1)}, 0,
+                 {0: Fraction(1, 2)}),
+    lambda: PFSA([0, 1], "ab", {(0, "a"): (1, Fraction(1, 3)), (1, "b"): (0, 1)}, 0,
+                 {0: Fraction(2, 3)}))
+EXAMPLES["ProbabilisticDPDA"] = (marked_reversal, lambda: marked_reversal(Fraction(1, 3)))
+EXAMPLES["BoundedPDPDA"] = (lambda: marked_reversal().bounded(3, "renormalise"),
+                            lambda: marked_reversal().bounded(3))
 for _name in TASKS:          # a class met only through a task: equality of two builds only
     EXAMPLES.setdefault(type(pn.tasks.get(_name)).__name__, (_task(_name), None))
 

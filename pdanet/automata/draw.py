@@ -8,6 +8,10 @@ double circles; an invisible node points at the start state; edges are labelled
 - PDA: ``a, X → γ`` (read a, pop X, push γ written top first; ``ε`` for an empty γ),
 - PDT: ``x : y, s → s′`` (Hao et al. 2018, Figure 3),
 - store transducer (stack, queue, deque): ``a : y, X → op`` (op: ``push Y``, ``pop`` …),
+- PFSA: ``a / p`` (the probability of reading a in the source state); a state with an EOS
+  probability is a double circle labelled ``q`` and ``EOS p``,
+- probabilistic DPDA: ``a / p, X → γ``; its states list their EOS probabilities per top
+  (``EOS ⊥: p``),
 
 with ``ε`` and ``⊥`` shown as such. Transitions between the same two states share one edge whose
 label has one line per transition. A partial DFA's implicit dead state is not drawn.
@@ -23,6 +27,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -144,6 +149,37 @@ def _store_rows(m: StoreTransducer) -> list[Transition]:
     return rows
 
 
+def prob_text(p: Any) -> str:
+    """A probability in a diagram: exact ones as written ("3/8"), floats to 4 digits."""
+    return str(p) if isinstance(p, Fraction) else f"{float(p):.4g}"
+
+
+def _pfsa_rows(m: Any) -> list[Transition]:
+    return [Transition(q, t, f"{symbol_text(a)} / {prob_text(p)}",
+                       (("symbol", a), ("probability", p)))
+            for (q, a), (t, p) in m.transitions.items()]
+
+
+def _pdpda_rows(m: Any) -> list[Transition]:
+    rows = []
+    for (q, a, x), (q2, gamma, p) in m.transitions.items():
+        label = f"{symbol_text(a)} / {prob_text(p)}, {symbol_text(x)} → {string_text(gamma)}"
+        rows.append(Transition(q, q2, label, (("symbol", a), ("pop", x), ("push", tuple(gamma)),
+                                              ("probability", p))))
+    return rows
+
+
+def _eos_labels(m: Any, kind: str) -> tuple[tuple[Hashable, str], ...]:
+    """State labels with their EOS probabilities (per top for a probabilistic DPDA)."""
+    lines: dict = {q: [str(q)] for q in m.states}
+    for key, p in m.final.items():
+        if kind == "pfsa":
+            lines[key].append(f"EOS {prob_text(p)}")
+        else:
+            lines[key[0]].append(f"EOS {symbol_text(key[1])}: {prob_text(p)}")
+    return tuple((q, "\n".join(v)) for q, v in lines.items())
+
+
 def _dyck_graph(m: DyckKM) -> StateGraph:
     stacks: list[tuple] = [()]
     frontier: list[tuple] = [()]
@@ -199,6 +235,12 @@ def state_graph(machine: Any, max_configs: int = MAX_DYCK_CONFIGS) -> StateGraph
             return _dyck_graph(machine)
         return _dyck_schematic(machine)
     limits.check(f"drawing {machine!r}", len(machine.states), "max_states", hint=hint)
+    if kind in ("pfsa", "pdpda"):
+        rows = _pfsa_rows(machine) if kind == "pfsa" else _pdpda_rows(machine)
+        finals = {k if kind == "pfsa" else k[0] for k in machine.final}
+        return StateGraph(getattr(machine, "name", None) or "", kind, tuple(machine.states),
+                          (machine.start,), frozenset(finals), tuple(rows),
+                          _eos_labels(machine, kind))
     if kind in ("dfa", "mealy", "nfa"):
         rows = _fa_rows(machine, kind)
     elif kind == "store":
@@ -302,6 +344,7 @@ __all__ = [
     "Transition",
     "draw",
     "merged_edges",
+    "prob_text",
     "render",
     "state_graph",
     "string_text",

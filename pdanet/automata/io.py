@@ -3,7 +3,8 @@ from automata-lib and pyformlang objects (`from_automata_lib`, `from_pyformlang`
 attributes: neither library is needed).
 
 The JSON format is described in ``docs/spec-format.md``. In short: an object with ``"format": 1``,
-a ``"kind"`` (``dfa``, ``mealy``, ``nfa``, ``dpda``, ``pda``, ``dpdt``, ``dyck``), the states and
+a ``"kind"`` (``dfa``, ``mealy``, ``nfa``, ``dpda``, ``pda``, ``dpdt``, ``dyck``, and the
+probabilistic ``pfsa`` and ``pdpda``), the states and
 alphabets as JSON lists, and one object per transition. States and symbols are JSON strings or
 integers; a state may also be a list of states, read as a tuple. In symbol fields ε (no input read / nothing emitted) is written ``"ε"`` or ``null`` and
 the bottom-of-stack marker ⊥ is written ``"⊥"``; both strings are therefore reserved and cannot be
@@ -18,15 +19,23 @@ twice in one object are all refused with the path.
 
 The format's constants and its writer live in `pdanet.automata.spec` (which needs no machine
 class, so that `Machine.save` can use it); this module finds an object's kind, and reads.
+
+Probabilistic machines (`PROB_KINDS`: ``pfsa``, ``pdpda``; `pdanet.automata.probabilistic`)
+write themselves (their ``to_dict``): every transition row has a ``"probability"``, and a
+``"final"`` list gives the EOS probabilities (``{"state", "probability"}``; for a pdpda
+``{"state", "top", "probability"}``). A probability is a JSON number (a float, kept as such) or
+a string ``"n/d"`` / ``"n"`` or a JSON integer (exact: a Fraction).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import xml.etree.ElementTree as ET
 import xml.parsers.expat
 from collections.abc import Callable, Hashable
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -38,6 +47,7 @@ from pdanet.automata.dfa import DFA
 from pdanet.automata.nfa import NFA
 from pdanet.automata.pda import DPDA, PDA
 from pdanet.automata.pdt import DPDT
+from pdanet.automata.probabilistic import PFSA, ProbabilisticDPDA
 from pdanet.automata.spec import (
     BOTTOM_TEXT,
     EPSILON_TEXT,
@@ -51,6 +61,8 @@ from pdanet.errors import EpsilonLoopError, InputError, PdanetError, SpecError
 _TOP_OPTIONAL = ("name", "description")
 MAX_INT_DIGITS = 100     # longer integer literals are refused (no machine needs them)
 MAX_STATE_DEPTH = 32     # a state is a string, an integer or a list of states, this deep at most
+PROB_KINDS = ("pfsa", "pdpda")  # written by the machines themselves (see the module docstring)
+ALL_KINDS = KINDS + PROB_KINDS
 
 
 class _HugeInt:
@@ -93,24 +105,30 @@ def kind_of(machine: Any) -> str:
     kind = machine.file_kind if isinstance(machine, Machine) else None
     if kind is None:
         raise InputError(f"{type(machine).__name__} has no file format; kinds with one: "
-                         f"{', '.join(KINDS)}")
+                         f"{', '.join(ALL_KINDS)}")
     return kind
 
 
 def to_dict(machine: Any) -> dict:
     """The JSON-ready dict of a machine (see module docstring and docs/spec-format.md)."""
-    return spec.to_dict(machine, kind_of(machine))
+    kind = kind_of(machine)
+    return machine.to_dict() if kind in PROB_KINDS else spec.to_dict(machine, kind)
 
 
 def dumps(machine: Any) -> str:
     """The machine as JSON text (UTF-8, ε and ⊥ written as such): one top-level field per line,
     one transition per line."""
-    return spec.dumps(machine, kind_of(machine))
+    kind = kind_of(machine)
+    return machine.dumps() if kind in PROB_KINDS else spec.dumps(machine, kind)
 
 
 def save(machine: Any, path: str | os.PathLike) -> None:
     """Write `machine` to `path` in the JSON format (creating or replacing the file)."""
-    spec.save(machine, path, kind_of(machine))
+    kind = kind_of(machine)
+    if kind in PROB_KINDS:
+        machine.save(path)
+    else:
+        spec.save(machine, path, kind)
 
 
 # --------------------------------------------------------------------------------------------
@@ -263,7 +281,7 @@ def from_dict(data: Any, source: str | None = None) -> Any:
     if fmt != FORMAT_VERSION:
         r.fail("$.format", f"unsupported format {fmt!r}; this version of pdanet reads format "
                f"{FORMAT_VERSION}")
-    kind = r.text(r.get(d, "$", "kind"), "$.kind", KINDS)
+    kind = r.text(r.get(d, "$", "kind"), "$.kind", ALL_KINDS)
     name = r.get(d, "$", "name", None)
     for field in ("name", "description"):
         value = r.get(d, "$", field, None)
@@ -409,9 +427,97 @@ def _read_pushdown(r: _Reader, d: dict, name: str | None) -> Any:
     return cls(states, alphabet, stack, trans, start, accepting, acceptance=acceptance, name=name)
 
 
+def _probability(r: _Reader, value: Any, path: str) -> Fraction | float:
+    """A probability field: a float as such; an integer or a string "n/d" exactly."""
+    if isinstance(value, float):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return Fraction(value)
+    if isinstance(value, str) and _FRACTION.fullmatch(value.strip()):
+        return Fraction(value.strip())
+    r.fail(path, f"a probability must be a JSON number or a string \"n/d\", got {_jtype(value)}"
+           + (f" {value!r}" if isinstance(value, str) else ""))
+
+
+_FRACTION = re.compile(r"[0-9]{1,100}(/[0-9]{1,100})?")
+
+
+def _read_prob_rows(r: _Reader, d: dict, fields: tuple) -> list[tuple[str, dict]]:
+    rows = r.list(r.get(d, "$", "final", []), "$.final")
+    out = []
+    for i, row in enumerate(rows):
+        p = f"$.final[{i}]"
+        row = r.obj(row, p)
+        r.only(row, p, fields)
+        for f in fields:
+            r.get(row, p, f)
+        out.append((p, row))
+    return out
+
+
+def _read_pfsa(r: _Reader, d: dict, name: str | None) -> PFSA:
+    r.only(d, "$", ("format", "kind", "states", "alphabet", "start", "final", "transitions")
+           + _TOP_OPTIONAL)
+    states = r.declared(r.get(d, "$", "states"), "$.states", "state", symbols=False)
+    alphabet = r.declared(r.get(d, "$", "alphabet"), "$.alphabet", "symbol", True)
+    start = r.member(r.get(d, "$", "start"), "$.start", states, "state")
+    final: dict = {}
+    for p, row in _read_prob_rows(r, d, ("state", "probability")):
+        q = r.member(row["state"], f"{p}.state", states, "state")
+        if q in final:
+            r.fail(p, f"second EOS probability for state {q!r}")
+        final[q] = _probability(r, row["probability"], f"{p}.probability")
+    trans: dict = {}
+    first: dict = {}
+    for p, row in _rows(r, d, ("source", "symbol", "target", "probability")):
+        q = r.member(row["source"], f"{p}.source", states, "state")
+        a = r.member(row["symbol"], f"{p}.symbol", alphabet, "symbol")
+        t = r.member(row["target"], f"{p}.target", states, "state")
+        if (q, a) in trans:
+            r.fail(p, f"second transition from state {q!r} on {a!r} (first at {first[(q, a)]}); "
+                   "a PFSA is deterministic: one target per (state, symbol)")
+        first[(q, a)] = p
+        trans[(q, a)] = (t, _probability(r, row["probability"], f"{p}.probability"))
+    return PFSA(states, alphabet, trans, start, final, name=name)
+
+
+def _read_pdpda(r: _Reader, d: dict, name: str | None) -> ProbabilisticDPDA:
+    r.only(d, "$", ("format", "kind", "states", "input_alphabet", "stack_alphabet", "start",
+                    "final", "transitions") + _TOP_OPTIONAL)
+    states = r.declared(r.get(d, "$", "states"), "$.states", "state", symbols=False)
+    alphabet = r.declared(r.get(d, "$", "input_alphabet"), "$.input_alphabet", "symbol", True)
+    stack = r.declared(r.get(d, "$", "stack_alphabet"), "$.stack_alphabet", "stack symbol", True)
+    start = r.member(r.get(d, "$", "start"), "$.start", states, "state")
+    final: dict = {}
+    for p, row in _read_prob_rows(r, d, ("state", "top", "probability")):
+        q = r.member(row["state"], f"{p}.state", states, "state")
+        x = r.member(row["top"], f"{p}.top", stack, "stack symbol", bottom=True)
+        if (q, x) in final:
+            r.fail(p, f"second EOS probability for (state {q!r}, top {symbol_str(x)})")
+        final[(q, x)] = _probability(r, row["probability"], f"{p}.probability")
+    trans: dict = {}
+    first: dict = {}
+    for p, row in _rows(r, d, ("source", "symbol", "pop", "target", "push", "probability")):
+        q = r.member(row["source"], f"{p}.source", states, "state")
+        a = r.member(row["symbol"], f"{p}.symbol", alphabet, "input symbol", eps=True)
+        x = r.member(row["pop"], f"{p}.pop", stack, "stack symbol", bottom=True)
+        t = r.member(row["target"], f"{p}.target", states, "state")
+        push = r.list(row["push"], f"{p}.push")
+        gamma = tuple(r.member(g, f"{p}.push[{j}]", stack, "stack symbol", bottom=True)
+                      for j, g in enumerate(push))
+        if (q, a, x) in trans:
+            r.fail(p, f"second transition on (state {q!r}, input {symbol_str(a)}, top "
+                   f"{symbol_str(x)}) (first at {first[(q, a, x)]}); a ProbabilisticDPDA is "
+                   "deterministic")
+        first[(q, a, x)] = p
+        trans[(q, a, x)] = (t, gamma, _probability(r, row["probability"], f"{p}.probability"))
+    return ProbabilisticDPDA(states, alphabet, stack, trans, start, final, name=name)
+
+
 _READERS: dict[str, Callable[[_Reader, dict, str | None], Any]] = {
     "dfa": _read_fa, "mealy": _read_fa, "nfa": _read_fa, "dyck": _read_dyck,
     "dpda": _read_pushdown, "pda": _read_pushdown, "dpdt": _read_pushdown,
+    "pfsa": _read_pfsa, "pdpda": _read_pdpda,
 }
 
 
@@ -885,8 +991,10 @@ def from_pyformlang(obj: Any, acceptance: str | None = None, name: str | None = 
 
 
 __all__ = [
+    "ALL_KINDS",
     "FORMAT_VERSION",
     "KINDS",
+    "PROB_KINDS",
     "dumps",
     "from_automata_lib",
     "from_dict",

@@ -25,6 +25,7 @@ from pdanet.constructions.abstraction import (
     RecurrentUnits,
 )
 from pdanet.constructions.base import CompiledNetwork
+from pdanet.constructions.lm import LMUnits
 from pdanet.errors import CertificationError
 from pdanet.verify.certify.core import Certificate, Progress, check_arguments, no_nan
 
@@ -34,6 +35,7 @@ FAMILIES: dict[type[Abstraction], str | None] = {
     ControllerMemory: "stack",      # exact saturation + the memory lemma
     BufferedController: None,       # several steps per symbol: checked by pn.verify only
     NSChart: "ns",                  # a length bound on the stand-in for log 0
+    LMUnits: "lm",                  # box induction, then a bound on the log-probability error
 }
 
 
