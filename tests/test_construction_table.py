@@ -104,7 +104,8 @@ def test_the_preconditions_refuse_something():
 @pytest.mark.parametrize("refusal", table.REFUSALS,
                          ids=[f"{r.machine_type.__name__}-{r.target}" for r in table.REFUSALS])
 def test_refusals_say_what_to_do(refusal):
-    m = next(example(b) for b in BUILDERS if type(example(b)) is refusal.machine_type)
+    builders = [refusal.example] if refusal.example is not None else BUILDERS
+    m = next(example(b) for b in builders if type(example(b)) is refusal.machine_type)
     method = refusal.methods[0] if refusal.methods else None
     with pytest.raises(CompileError) as exc:
         pn.compile(m, target=refusal.target, method=method)

@@ -67,6 +67,84 @@ class DyckSlots(RecurrentUnits):
 
 
 @dataclass(frozen=True)
+class SlotTest:
+    """A linear test on stack slot ``slot`` (0 = top) of the slot units (the stack *before* the
+    step): ``kind`` ``"equals"`` (the slot holds stack code ``code``), ``"empty"`` or
+    ``"nonempty"``. Its violation count is 0 iff it holds (see `CompactSlots`)."""
+
+    kind: str
+    slot: int
+    code: int = -1
+
+
+@dataclass(frozen=True)
+class LookupCase:
+    """What lookup unit means: on at time t iff step t read input ``a`` in state ``p`` (the
+    state after step t − 1), the previous step's stack operation was ``source`` (``"start"``:
+    t = 1; ``"push"``/``"replace"`` of code ``source_symbol``; ``"noop"``; ``"pop"``), the top
+    X of the stack before step t is one of the codes ``top`` (G = ⊥, the empty stack) and the
+    ``tests`` on the slot units hold; the step then went to ``p2`` with stack operation ``op``
+    (``"push"``, ``"pop"``, ``"noop"``, ``"replace"``), pushed/written code ``y`` (−1: none),
+    emitted output index ``out`` (−1: none or a recogniser), and after it the stack is empty iff
+    ``empty_after`` (None: not tracked — only empty-stack acceptance needs it); ``accepts`` is the recogniser's output after the step. States, symbols,
+    outputs and stack codes are indices as `pdanet.constructions.realtime.table` gives them."""
+
+    p: int
+    a: int
+    source: str
+    source_symbol: int
+    top: tuple[int, ...]
+    tests: tuple[SlotTest, ...]
+    p2: int
+    op: str
+    y: int
+    out: int
+    empty_after: bool | None
+    accepts: bool
+
+
+@dataclass(frozen=True, eq=False)
+class CompactSlots(RecurrentUnits):
+    """A depth-bounded real-time DPDA/DPDT in the compact construction
+    (`pdanet.constructions.compact`): a start unit, lookup units and slot-copy units, every unit
+    a 0/1 threshold unit u run as a tanh unit.
+
+    Unit value: Elman (``cell="rnn"``) u = (1 + h)/2; LSTM (``cell="lstm"``, a saturated Elman
+    unit in each cell: i ≈ 1, f ≈ 0, o ≈ 1) u = (1 + ρ·h)/2 with ρ = ``rho`` ≈ 1/tanh 1 (c ≈ ±1).
+
+    Timing: at time t (after t symbols) ``start`` (a unit index) is on iff t = 0; lookup unit
+    ``lookup[i]`` (index) is on iff step t fired case ``cases[i]`` (`LookupCase`; at most one is on;
+    none on: t = 0 or the machine is dead, and stays dead); slot-copy unit ``units[c, s, j]`` (c
+    indexes ``copies``, s the slot, 0 = top, j the code bit) holds bit j of slot s of the stack
+    *before* step t (one step behind the state), in the copy named ``copies[c]`` — ``"push"``
+    (step t − 1 pushed; slot 0 also when it replaced), ``"pop"`` (step t − 1 popped) or
+    ``"keep"`` (step t − 1 was a noop, or a replace for the slots below the top) — and 0 in the
+    other copies; all copies 0 at t ≤ 1 (empty stack) and from one step after the machine dies;
+    the slot's bits are the sum over copies. ``codes`` ((G + 1) × ``slot_width``, 0/1) are the
+    slot codes: row i < G is stack symbol i (binary(i + 1), most significant bit first), row G
+    (all zero) is an empty slot. ``acceptance``: ``"final_state"``, ``"empty_stack"`` or
+    ``"transducer"``."""
+
+    slots: int = 0
+    slot_width: int = 0
+    start: int = 0
+    lookup: np.ndarray = None  # type: ignore[assignment]
+    cases: tuple[LookupCase, ...] = ()
+    copies: tuple[str, ...] = ()
+    units: np.ndarray = None  # type: ignore[assignment]
+    codes: np.ndarray = None  # type: ignore[assignment]
+    acceptance: str = "final_state"
+    rho: Any = None
+
+    def groups(self) -> tuple[int, ...]:
+        """The start and lookup units, then each slot (of each copy) as a group."""
+        first = 1 + len(self.cases)
+        size = 0 if self.units is None else int(np.asarray(self.units).size)
+        w = self.slot_width
+        return (first,) + (tuple(range(first + w, first + size, w)) if w else ())
+
+
+@dataclass(frozen=True)
 class ControllerUnit:
     """Hidden unit "the controller was in state ``c``, read input ``a`` and memory reading
     ``R``" (R = None: any reading; a = −1: ε, −2: input used up, for the buffered model),
@@ -119,5 +197,6 @@ class SteppedUnits(Abstraction):
     labels only. `pdanet.verify` checks it."""
 
 
-__all__ = ["MAX_LABELS", "Abstraction", "BufferedController", "ControllerMemory", "ControllerUnit",
-           "DyckSlots", "NSChart", "RecurrentUnits", "SteppedUnits"]
+__all__ = ["MAX_LABELS", "Abstraction", "BufferedController", "CompactSlots", "ControllerMemory",
+           "ControllerUnit", "DyckSlots", "LookupCase", "NSChart", "RecurrentUnits", "SlotTest",
+           "SteppedUnits"]

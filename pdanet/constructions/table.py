@@ -29,8 +29,9 @@ from pdanet.automata.alphabet import BOTTOM, EPSILON
 from pdanet.automata.base import Machine
 from pdanet.automata.bounded import DyckKM
 from pdanet.automata.dfa import DFA
-from pdanet.automata.pda import DPDA, PDA
+from pdanet.automata.pda import DPDA, PDA, BoundedPDA
 from pdanet.automata.pdt import DPDT
+from pdanet.automata.probabilistic import PFSA, BoundedPDPDA, ProbabilisticDPDA, marked_reversal
 from pdanet.automata.store import StoreTransducer, sequence_copy, sequence_reversal
 from pdanet.automata.weighted import WeightedPDA
 from pdanet.constructions import realtime
@@ -116,12 +117,14 @@ class Entry:
 @dataclass(frozen=True)
 class Refusal:
     """A (type, target, method) choice that never compiles: ``error(machine)`` says why and what
-    to do instead. ``methods`` None: every method of the target."""
+    to do instead. ``methods`` None: every method of the target. ``example``: a machine it
+    refuses, for a type that no entry's example covers."""
 
     machine_type: type
     target: str
     methods: tuple[str, ...] | None
     error: Callable[[Any], PdanetError]
+    example: Callable[[], Machine] | None = None
 
     def matches(self, mtype: type, target: str, method: str | None) -> bool:
         return (self.machine_type is mtype and self.target == target
@@ -251,6 +254,34 @@ def _weighted() -> WeightedPDA:
     return WeightedPDA((0, 1), "xy", "a", t, 0, accepting={1}, name="weighted")
 
 
+def _bounded_anbn() -> BoundedPDA:
+    """`_anbn` bounded at depth 3 (push, pop; the fourth a kills the run)."""
+    return _anbn().bounded(3)
+
+
+def _bounded_echo() -> BoundedPDA:
+    """`_echo_reversal` (a DPDT: noop, push, pop, one output symbol per step) at depth 2."""
+    return _echo_reversal().bounded(2)
+
+
+def _bounded_realtime(machine: Any) -> str | PdanetError | None:
+    """The compact construction's precondition: a bounded real-time DPDA/DPDT that
+    `realtime.table` reads (its CompileError names the ε-move or the move that does not fit)."""
+    try:
+        realtime.table(machine.machine)
+    except CompileError as exc:
+        return exc
+    return None
+
+
+def _pfsa() -> PFSA:
+    return PFSA.random(4, 2, 0, exact=True)
+
+
+def _bounded_pdpda() -> BoundedPDPDA:
+    return marked_reversal().bounded(3, overflow="renormalise")
+
+
 def _dyck() -> DyckKM:
     return DyckKM(2, 2)
 
@@ -297,6 +328,22 @@ TABLE: tuple[Entry, ...] = (
           requires=_one_op_pushdown, example=_anbn),
     Entry(PDA, "ns_rnn", "embedding", _C + "ns:compile_pda", default=True,
           requires=_one_op_pushdown, example=_palindromes),
+    # depth-bounded real-time DPDAs/DPDTs: slot copies and a lookup (compact), or Minsky's units
+    # on the explicit automaton `to_dfa()` (exponential in m; for comparison)
+    Entry(BoundedPDA, "elman", "compact", _C + "compact:compile_compact_elman", default=True,
+          requires=_bounded_realtime, example=_bounded_anbn),
+    Entry(BoundedPDA, "lstm", "compact", _C + "compact:compile_compact_lstm", default=True,
+          requires=_bounded_realtime, example=_bounded_echo),
+    Entry(BoundedPDA, "elman", "minsky", _C + "compact:compile_minsky_elman",
+          requires=_bounded_realtime, example=_bounded_anbn),
+    Entry(BoundedPDA, "lstm", "minsky", _C + "compact:compile_minsky_lstm",
+          requires=_bounded_realtime, example=_bounded_echo),
+    # probabilistic machines as RNN language models (Svete & Cotterell 2023): Minsky's units on
+    # the (bounded machine's) PFSA, log-probabilities as readout
+    *(Entry(mtype, target, "minsky_lm", f"{_C}lm:compile_lm_{target}", default=True,
+            example=example)
+      for mtype, example in ((PFSA, _pfsa), (BoundedPDPDA, _bounded_pdpda))
+      for target in ("elman", "lstm")),
 )
 
 
@@ -311,8 +358,15 @@ def _fixed_rows(machine: Any) -> PdanetError:
         "memory 'grefenstette', 'joulin_mikolov' or 'suzgun' (sized to each input)")
 
 
+def _unbounded_lm(machine: Any) -> PdanetError:
+    return UnboundedStackError(f"{machine!r} has an unbounded stack; an RNN language model has "
+                               "finitely many states: bound its depth with .bounded(m) first")
+
+
 REFUSALS: tuple[Refusal, ...] = (
     Refusal(PDA, "stack_rnn", None, _nondeterministic),
+    *(Refusal(ProbabilisticDPDA, target, None, _unbounded_lm, example=marked_reversal)
+      for target in ("elman", "lstm")),
     *(Refusal(mtype, "stack_rnn", ("baby_ntm",), _fixed_rows)
       for mtype in (DPDA, DPDT, StoreTransducer)),
 )
@@ -409,10 +463,14 @@ def _lookup(machine: Machine, target: str, method: str | None) -> Entry:
         hint += "".join(f" {name} refuses it: {why}" for name, why in refused.items())
     elif not hint and hasattr(machine, "bounded") and not found:
         hint = " The stack is unbounded: bound its depth with `.bounded(m)` first."
-    raise CompileError(
-        f"cannot compile {type(machine).__name__} to target {target!r}; available: "
-        f"{options_text}.{hint}"
-    )
+    message = (f"cannot compile {type(machine).__name__} to target {target!r}; available: "
+               f"{options_text}.{hint}")
+    if (hasattr(machine, "bounded") and not isinstance(machine, (PDA, BoundedPDA))
+            and (BoundedPDA, target) in _DEFAULT_METHOD):
+        raise UnboundedStackError(
+            f"{message} A {target} network has a fixed number of units, so the stack must be "
+            f"bounded: pn.compile(machine.bounded(m), target={target!r}) for a depth bound m")
+    raise CompileError(message)
 
 
 def _check_keywords(fn: Callable[..., Any], name: str, options: Mapping[str, Any],
