@@ -486,6 +486,9 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     from pdanet.automata.draw import symbol_text
 
     machine = resolve_machine(args.machine, task_params(args))
+    if not callable(getattr(machine, "trace", None)):
+        raise InputError(f"{machine!r} has no single configuration per prefix to trace (a "
+                         "transducer relation or a weighted transducer); `pdanet draw` shows it")
     steps = machine.trace(args.string)
     verdict = None
     if getattr(machine, "output_kind", None) != "symbol":

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pdanet as pn
+from pdanet.automata.dfa import DFA
 from pdanet.automata.probabilistic import PFSA, marked_reversal
 from pdanet.constructions.base import ExactWeight
 from pdanet.constructions.lm import (
@@ -32,7 +33,8 @@ from pdanet.errors import (
 )
 from pdanet.verify.certify.lm import LMCertificate
 from pdanet.verify.certify.lm import certify as certify_lm
-from pdanet.verify.distribution import live_strings, verify_lm
+from pdanet.verify.distribution import LMReport, live_strings, verify_lm
+from pdanet.verify.lockstep import VerifyOptions
 
 COMPILERS = {"elman": compile_lm_elman, "lstm": compile_lm_lstm}
 
@@ -96,14 +98,54 @@ def test_50_state_pfsa_and_marked_reversal(target, depth):
     assert net.machine.num_states == 2 ** (depth + 2) - 2
 
 
-def test_lockstep_verify_accepts_the_lm():
-    """pn.verify compares the decoded state and the distribution (real field, its tolerance)."""
+def test_pn_verify_returns_the_lm_report():
+    """pn.verify on a language model is verify_lm: the same LMReport, options passed through,
+    lockstep-only options refused."""
     m = PFSA.random(4, 2, 5, exact=True)
     net = compile_lm_elman(m, dtype=torch.float64)
-    report = pn.verify(m, net, max_length=5, samples=50, long_samples=2, long_length=40)
-    assert report.ok and set(report.fields) == {"state", "output"}
+    report = pn.verify(m, net, max_length=5, samples=50, seed=3, long_samples=4, long_length=60)
+    direct = verify_lm(m, net, max_length=5, samples=50, seed=3, long_samples=4, long_length=60)
+    assert isinstance(report, LMReport) and report.ok
+    assert report.strings_checked == direct.strings_checked == len(live_strings(m, 5)) + 54
+    assert report.phase("long").strings == 4
+    assert report.positions_checked == direct.positions_checked
+    assert report.max_logprob_error == direct.max_logprob_error <= 1e-10
+    assert report.tolerance == 1e-10
+    assert pn.verify(m, net, max_length=2, samples=0, tolerance=1e-3).tolerance == 1e-3
+    given = pn.verify(m, net, strings=["ab", "ba"], max_length=None, samples=0, long_samples=0)
+    assert [p.name for p in given.phases] == ["given"] and given.strings_checked == 2
+    ids, _ = m.encode([("a", "b"), ("b",)])
+    assert pn.verify(m, net, strings=ids, max_length=None, samples=0,
+                     long_samples=0).strings_checked == 2
+    assert pn.verify(m, net, VerifyOptions(max_length=3, samples=0)).phase("exhaustive").strings \
+        == len(live_strings(m, 3))
+    walks = pn.verify(m, net, max_length=None, samples=6, sample_lengths=(3, 7), long_samples=0)
+    assert walks.phase("sampled").strings == 6 and walks.ok
+    with pytest.raises(InputError, match="busy"):
+        pn.verify(m, net, busy=0.5)
+    with pytest.raises(InputError, match="rtol"):
+        pn.verify(m, net, rtol=1e-3)
+    with pytest.raises(InputError, match="tolerance"):
+        pn.verify(m, net, tolerance=-1.0)
+    # a wrong network: the same counterexample as verify_lm's
+    blocks = recurrent_blocks(net.weights)
+    w = blocks.out_weight
+    numer = w.numer.copy()
+    numer[0, 0] = numer[0, 0] + w.denom // 1000
+    bad = replace(net, weights=recurrent_state_dict(
+        replace(blocks, out_weight=ExactWeight(numer, w.denom, False)))).with_scale()
+    r_bad = pn.verify(m, bad, max_length=4, samples=0)
+    assert not r_bad.ok and r_bad.counterexample == verify_lm(m, bad, max_length=4,
+                                                               samples=0).counterexample
     b = marked_reversal().bounded(3, overflow="renormalise")
-    assert pn.verify(b, compile_lm_lstm(b), max_length=4, samples=50).ok
+    rb = pn.verify(b, compile_lm_lstm(b), max_length=4, samples=50)
+    assert isinstance(rb, LMReport) and rb.ok
+    # other networks keep the lockstep check, which takes no tolerance
+    dfa = DFA(["e", "o"], "ab", {("e", "a"): "o", ("o", "a"): "e", ("e", "b"): "e",
+                                 ("o", "b"): "o"}, "e", ["e"])
+    with pytest.raises(InputError, match="tolerance"):
+        pn.verify(dfa, pn.compile(dfa), tolerance=1e-3)
+    assert pn.verify(dfa, pn.compile(dfa), max_length=4, samples=10, long_samples=0).ok
 
 
 def test_exact_weights_and_floor():

@@ -12,6 +12,11 @@ double circles; an invisible node points at the start state; edges are labelled
   probability is a double circle labelled ``q`` and ``EOS p``,
 - probabilistic DPDA: ``a / p, X → γ``; its states list their EOS probabilities per top
   (``EOS ⊥: p``),
+- weighted PDA: ``a, X → op Y / w`` (read a, with X on top do the one stack operation
+  ``push Y``, ``replace Y`` or ``pop``, with weight w in the machine's semiring); weighted PDT:
+  ``a : y, X → op Y / w`` (y the emitted string). The title names the semiring and, when set,
+  empty-stack acceptance; with ``accepting=None`` (every run counts) every state is a double
+  circle,
 
 with ``ε`` and ``⊥`` shown as such. Transitions between the same two states share one edge whose
 label has one line per transition. A partial DFA's implicit dead state is not drawn.
@@ -34,6 +39,7 @@ from typing import Any
 
 import graphviz
 import networkx as nx
+import numpy as np
 
 from pdanet import limits
 from pdanet.automata.alphabet import BOTTOM, EPSILON
@@ -169,6 +175,29 @@ def _pdpda_rows(m: Any) -> list[Transition]:
     return rows
 
 
+def weight_text(w: Any) -> str:
+    """A weight in a diagram: booleans as true/false, exact ones as written ("3/8"), other
+    numbers to 4 digits (``inf``/``-inf`` for the infinite zeros)."""
+    if isinstance(w, (bool, np.bool_)):
+        return "true" if w else "false"
+    return prob_text(w)
+
+
+def _weighted_rows(m: Any) -> list[Transition]:
+    """``a, X → op Y / w`` (PDA) and ``a : y, X → op Y / w`` (PDT) per transition."""
+    rows = []
+    pdt = len(next(iter(m.transitions), ())) == 7
+    for key, w in m.transitions.items():
+        q, x, a, r, op, y = key[:6]
+        act = "pop" if op == "pop" else f"{op} {symbol_text(y)}"
+        read = f"{symbol_text(a)} : {string_text(key[6])}" if pdt else symbol_text(a)
+        data = (("symbol", a),) + ((("output", key[6]),) if pdt else ()) + (
+            ("top", x), ("op", op), ("operand", y), ("weight", w))
+        rows.append(Transition(q, r, f"{read}, {symbol_text(x)} → {act} / {weight_text(w)}",
+                               data))
+    return rows
+
+
 def _eos_labels(m: Any, kind: str) -> tuple[tuple[Hashable, str], ...]:
     """State labels with their EOS probabilities (per top for a probabilistic DPDA)."""
     lines: dict = {q: [str(q)] for q in m.states}
@@ -234,6 +263,14 @@ def state_graph(machine: Any, max_configs: int = MAX_DYCK_CONFIGS) -> StateGraph
             limits.check(f"drawing {machine!r}", machine.num_configs, "max_states", hint=hint)
             return _dyck_graph(machine)
         return _dyck_schematic(machine)
+    if kind in ("wpda", "wpdt"):
+        pda = machine.pda if kind == "wpdt" else machine
+        limits.check(f"drawing {machine!r}", len(pda.states), "max_states", hint=hint)
+        notes = [f"{pda.semiring.name} weights"] + (["empty stack"] if pda.empty_stack else [])
+        title = f"{pda.name} ({', '.join(notes)})" if pda.name else f"({', '.join(notes)})"
+        acc = pda.states if pda.accepting is None else pda.accepting
+        return StateGraph(title, kind, tuple(pda.states), (pda.start,), frozenset(acc),
+                          tuple(_weighted_rows(machine)))
     limits.check(f"drawing {machine!r}", len(machine.states), "max_states", hint=hint)
     if kind in ("pfsa", "pdpda"):
         rows = _pfsa_rows(machine) if kind == "pfsa" else _pdpda_rows(machine)
@@ -298,7 +335,8 @@ def draw(machine: Any, max_configs: int = MAX_DYCK_CONFIGS) -> graphviz.Digraph:
 def to_networkx(machine: Any, max_configs: int = MAX_DYCK_CONFIGS) -> nx.MultiDiGraph:
     """The state graph as a networkx MultiDiGraph: nodes are the states (attributes ``label``,
     ``start``, ``accepting``), one edge per transition (attributes ``label`` and the
-    transition's fields: ``symbol``, and where present ``output``, ``pop``, ``push``).
+    transition's fields: ``symbol``, and where present ``output``, ``pop``, ``push``; for weighted
+    machines ``top``, ``op``, ``operand`` and ``weight``).
     Graph attributes: ``kind`` and ``name``."""
     if isinstance(machine, DyckKM) and machine.num_configs > max_configs:
         raise InputError(
@@ -350,4 +388,5 @@ __all__ = [
     "string_text",
     "symbol_text",
     "to_networkx",
+    "weight_text",
 ]

@@ -25,11 +25,30 @@ write themselves (their ``to_dict``): every transition row has a ``"probability"
 ``"final"`` list gives the EOS probabilities (``{"state", "probability"}``; for a pdpda
 ``{"state", "top", "probability"}``). A probability is a JSON number (a float, kept as such) or
 a string ``"n/d"`` / ``"n"`` or a JSON integer (exact: a Fraction).
+
+Weighted pushdown machines (`WEIGHTED_KINDS`: ``wpda`` for `WeightedPDA`, ``wpdt`` for
+`WeightedPDT`; `pdanet.automata.weighted`) have the fields ``semiring`` (a name of
+`pdanet.automata.semiring.SEMIRINGS`, default ``"real"``), ``states``, ``input_alphabet``,
+``stack_alphabet`` (and ``output_alphabet`` for a wpdt), ``start``, ``accepting`` (a list of
+states, or ``null``/absent: every run counts, whatever state it ends in) and ``empty_stack``
+(``true``: a run counts only when it ends with the stack ⊥; default ``false``). A transition row
+``{"source", "symbol", "top", "target", "op", "operand", "weight"}`` is the key
+``(source, top, symbol, target, op, operand)``: ``op`` is ``"push"`` (``operand`` the pushed stack
+symbol), ``"replace"`` (``operand`` the new top; ``"⊥"`` only on top ⊥, a no-op) or ``"pop"``
+(``operand`` absent or ``null``); ``symbol`` ``"ε"``/``null`` is an ε-arc. A wpdt row also has
+``"output"``: an output symbol, ``"ε"``/``null`` (nothing), or a list of output symbols. The
+``weight`` is a value of the file's semiring, as the machine holds it: ``true``/``false`` for
+``boolean``; for the others a JSON number (kept as a float), or a string ``"n/d"`` / ``"n"`` or a
+JSON integer (exact: a Fraction; the ``rational`` semiring keeps it exact, the float semirings
+convert it), or ``"inf"`` / ``"-inf"`` for the infinite zeros of ``tropical`` and ``log``/
+``viterbi``. The writer puts rational weights as ``"n/d"`` strings, float weights as JSON numbers.
+A bad weight is a SpecError at ``$.transitions[i].weight`` naming the transition.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import xml.etree.ElementTree as ET
@@ -39,6 +58,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, NoReturn
 
+from pdanet.automata import semiring as srm
 from pdanet.automata import spec
 from pdanet.automata.alphabet import BOTTOM, EPSILON
 from pdanet.automata.base import Machine
@@ -54,15 +74,20 @@ from pdanet.automata.spec import (
     FORMAT_VERSION,
     KINDS,
     RESERVED,
+    _state,
+    _sym,
+    _syms,
     symbol_str,
 )
+from pdanet.automata.weighted import OPS, WeightedPDA, WeightedPDT
 from pdanet.errors import EpsilonLoopError, InputError, PdanetError, SpecError
 
 _TOP_OPTIONAL = ("name", "description")
 MAX_INT_DIGITS = 100     # longer integer literals are refused (no machine needs them)
 MAX_STATE_DEPTH = 32     # a state is a string, an integer or a list of states, this deep at most
 PROB_KINDS = ("pfsa", "pdpda")  # written by the machines themselves (see the module docstring)
-ALL_KINDS = KINDS + PROB_KINDS
+WEIGHTED_KINDS = ("wpda", "wpdt")  # written here (see the module docstring)
+ALL_KINDS = KINDS + PROB_KINDS + WEIGHTED_KINDS
 
 
 class _HugeInt:
@@ -102,6 +127,10 @@ def kind_of(machine: Any) -> str:
     """The file kind of a machine object (InputError for objects that have no file format)."""
     if isinstance(machine, NFA):  # not a Machine: it reads no input step by step
         return "nfa"
+    if isinstance(machine, WeightedPDA):
+        return "wpda"
+    if isinstance(machine, WeightedPDT):  # a wrapper of a WeightedPDA, not a Machine
+        return "wpdt"
     kind = machine.file_kind if isinstance(machine, Machine) else None
     if kind is None:
         raise InputError(f"{type(machine).__name__} has no file format; kinds with one: "
@@ -112,6 +141,8 @@ def kind_of(machine: Any) -> str:
 def to_dict(machine: Any) -> dict:
     """The JSON-ready dict of a machine (see module docstring and docs/spec-format.md)."""
     kind = kind_of(machine)
+    if kind in WEIGHTED_KINDS:
+        return _weighted_dict(machine, kind)
     return machine.to_dict() if kind in PROB_KINDS else spec.to_dict(machine, kind)
 
 
@@ -119,6 +150,8 @@ def dumps(machine: Any) -> str:
     """The machine as JSON text (UTF-8, ε and ⊥ written as such): one top-level field per line,
     one transition per line."""
     kind = kind_of(machine)
+    if kind in WEIGHTED_KINDS:
+        return _rows_dumps(_weighted_dict(machine, kind))
     return machine.dumps() if kind in PROB_KINDS else spec.dumps(machine, kind)
 
 
@@ -127,8 +160,90 @@ def save(machine: Any, path: str | os.PathLike) -> None:
     kind = kind_of(machine)
     if kind in PROB_KINDS:
         machine.save(path)
+    elif kind in WEIGHTED_KINDS:
+        text = _rows_dumps(_weighted_dict(machine, kind))
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InputError(f"{machine!r} has a name, state or symbol with the lone surrogate "
+                             f"{text[exc.start]!r}, which UTF-8 cannot store; rename it") from None
+        Path(path).write_bytes(data)
     else:
         spec.save(machine, path, kind)
+
+
+def _rows_dumps(d: dict) -> str:
+    """JSON text with one top-level field per line and one transition per line."""
+    def one(v: Any) -> str:
+        return json.dumps(v, ensure_ascii=False, allow_nan=False)
+
+    lines = []
+    for key, value in d.items():
+        if key == "transitions":
+            inner = ",\n".join(f"    {one(row)}" for row in value)
+            text = f"[\n{inner}\n  ]" if value else "[]"
+        else:
+            text = one(value)
+        lines.append(f"  {one(key)}: {text}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
+def _weight_text(sr: srm.Semiring, w: Any, where: str) -> bool | str | float:
+    """A weight as the file holds it: booleans as such, Fractions as "n/d", other values as
+    JSON numbers, infinities as "inf" / "-inf"."""
+    try:
+        w = sr.check(w, where)
+    except InputError as exc:
+        raise InputError(f"{exc}; it cannot be saved") from None
+    if sr is srm.BOOLEAN:
+        return bool(w)
+    if isinstance(w, Fraction):
+        return str(w)
+    f = float(w)
+    return f if math.isfinite(f) else ("inf" if f > 0 else "-inf")
+
+
+def _weighted_dict(machine: WeightedPDA | WeightedPDT, kind: str) -> dict:
+    """The JSON-ready dict of a `WeightedPDA` (kind ``wpda``) or `WeightedPDT` (``wpdt``)."""
+    pda = machine.pda if kind == "wpdt" else machine
+    d: dict[str, Any] = {"format": FORMAT_VERSION, "kind": kind}
+    if pda.name is not None:
+        d["name"] = str(pda.name)
+    d["semiring"] = pda.semiring.name
+    d["states"] = [_state(q) for q in pda.states]
+    d["input_alphabet"] = _syms(pda.alphabet, "input symbol")
+    d["stack_alphabet"] = _syms(pda.stack_alphabet, "stack symbol")
+    if kind == "wpdt":
+        d["output_alphabet"] = _syms(machine.output_alphabet, "output symbol")
+    d["start"] = _state(pda.start)
+    d["accepting"] = (None if pda.accepting is None else
+                      [_state(q) for q in pda.states if q in pda.accepting])
+    d["empty_stack"] = pda.empty_stack
+    sidx = {q: i for i, q in enumerate(pda.states)}
+    outs = machine.output_alphabet if kind == "wpdt" else None
+
+    def order(key: tuple) -> tuple:
+        q, x, a, r, op, y = key[:6]
+        return (sidx[q], -1 if a is EPSILON else pda.alphabet.index(a), pda.stack_index(x),
+                sidx[r], OPS.index(op), -1 if y is None else pda.stack_index(y),
+                tuple(outs.index(o) for o in key[6]) if kind == "wpdt" else ())
+
+    rows = []
+    for key in sorted(machine.transitions, key=order):
+        q, x, a, r, op, y = key[:6]
+        row: dict[str, Any] = {"source": _state(q), "symbol": _sym(a, "input symbol"),
+                               "top": _sym(x, "stack symbol"), "target": _state(r), "op": op}
+        if op != "pop":
+            row["operand"] = _sym(y, "stack symbol")
+        if kind == "wpdt":
+            out = key[6]
+            row["output"] = (_sym(out[0], "output symbol") if len(out) == 1 else
+                             EPSILON_TEXT if not out else _syms(out, "output symbol"))
+        row["weight"] = _weight_text(pda.semiring, machine.transitions[key],
+                                     f"transition {key!r}")
+        rows.append(row)
+    d["transitions"] = rows
+    return d
 
 
 # --------------------------------------------------------------------------------------------
@@ -434,6 +549,9 @@ def _probability(r: _Reader, value: Any, path: str) -> Fraction | float:
     if isinstance(value, int) and not isinstance(value, bool):
         return Fraction(value)
     if isinstance(value, str) and _FRACTION.fullmatch(value.strip()):
+        num, _, den = value.strip().partition("/")
+        if den and int(den) == 0:
+            r.fail(path, f"the probability {value!r} divides by zero")
         return Fraction(value.strip())
     r.fail(path, f"a probability must be a JSON number or a string \"n/d\", got {_jtype(value)}"
            + (f" {value!r}" if isinstance(value, str) else ""))
@@ -514,10 +632,117 @@ def _read_pdpda(r: _Reader, d: dict, name: str | None) -> ProbabilisticDPDA:
     return ProbabilisticDPDA(states, alphabet, stack, trans, start, final, name=name)
 
 
+def _weight(r: _Reader, sr: srm.Semiring, value: Any, path: str, where: str) -> Any:
+    """A weight field in semiring `sr` (see the module docstring), checked by the semiring;
+    SpecError at `path` naming the transition `where` otherwise."""
+    if sr is srm.BOOLEAN:
+        if not isinstance(value, bool):
+            r.fail(path, f"{where}: a boolean-semiring weight is true or false, got "
+                   f"{_jtype(value)}")
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        if text in ("inf", "+inf", "-inf") and sr is not srm.RATIONAL:
+            value = float(text)
+        elif _SIGNED_FRACTION.fullmatch(text):
+            den = text.partition("/")[2]
+            if den and int(den) == 0:
+                r.fail(path, f"{where}: weight {value!r} has denominator zero")
+            value = Fraction(text)
+        else:
+            inf = "" if sr is srm.RATIONAL else ", \"inf\" or \"-inf\""
+            r.fail(path, f"{where}: weight {value!r} is not a number \"n/d\"{inf}")
+    elif isinstance(value, int) and not isinstance(value, bool):
+        value = Fraction(value)
+    elif not isinstance(value, float):
+        r.fail(path, f"{where}: a weight in the {sr.name} semiring is a JSON number or a string "
+               f"\"n/d\", got {_jtype(value)}")
+    try:
+        return sr.check(value, where)
+    except InputError as exc:
+        r.fail(path, str(exc))
+
+
+_SIGNED_FRACTION = re.compile(r"[-+]?[0-9]{1,100}(/[0-9]{1,100})?")
+
+
+def _read_weighted(r: _Reader, d: dict, name: str | None) -> WeightedPDA | WeightedPDT:
+    """A `WeightedPDA` (kind ``wpda``) or `WeightedPDT` (``wpdt``); see the module docstring."""
+    kind = d["kind"]
+    top = ("format", "kind", "semiring", "states", "input_alphabet", "stack_alphabet", "start",
+           "accepting", "empty_stack", "transitions") + _TOP_OPTIONAL
+    top += ("output_alphabet",) if kind == "wpdt" else ()
+    r.only(d, "$", top)
+    sr = srm.get(r.text(r.get(d, "$", "semiring", "real"), "$.semiring", tuple(srm.SEMIRINGS)))
+    states = r.declared(r.get(d, "$", "states"), "$.states", "state", symbols=False)
+    alphabet = r.declared(r.get(d, "$", "input_alphabet"), "$.input_alphabet", "symbol", True)
+    stack = r.declared(r.get(d, "$", "stack_alphabet"), "$.stack_alphabet", "stack symbol", True)
+    outs = None
+    if kind == "wpdt":
+        outs = r.declared(r.get(d, "$", "output_alphabet"), "$.output_alphabet",
+                          "output symbol", True)
+    start = r.member(r.get(d, "$", "start"), "$.start", states, "state")
+    acc_raw = r.get(d, "$", "accepting", None)
+    accepting = None if acc_raw is None else [
+        r.member(q, f"$.accepting[{i}]", states, "state")
+        for i, q in enumerate(r.list(acc_raw, "$.accepting"))]
+    empty = r.get(d, "$", "empty_stack", False)
+    if not isinstance(empty, bool):
+        r.fail("$.empty_stack", f"expected true or false, got {_jtype(empty)}")
+    fields = ("source", "symbol", "top", "target", "op", "weight")
+    fields += ("output",) if kind == "wpdt" else ()
+    trans: dict = {}
+    first: dict = {}
+    for p, row in _rows(r, d, fields, ("operand",)):
+        q = r.member(row["source"], f"{p}.source", states, "state")
+        a = r.member(row["symbol"], f"{p}.symbol", alphabet, "input symbol", eps=True)
+        x = r.member(row["top"], f"{p}.top", stack, "stack symbol", bottom=True)
+        t = r.member(row["target"], f"{p}.target", states, "state")
+        op = r.text(row["op"], f"{p}.op", OPS)
+        y = row.get("operand")
+        if op == "pop":
+            if y is not None:
+                r.fail(f"{p}.operand", "a pop takes no operand; leave the field out (or null)")
+            if x is BOTTOM:
+                r.fail(f"{p}.op", "⊥ cannot be popped (it never leaves the stack)")
+        else:
+            if "operand" not in row:
+                r.fail(f"{p}.operand", f"missing required field 'operand' (the {op}ed symbol)")
+            y = r.member(y, f"{p}.operand", stack, "stack symbol", bottom=op == "replace")
+            if op == "replace" and (x is BOTTOM) != (y is BOTTOM):
+                r.fail(f"{p}.operand", "⊥ is replaced only by ⊥ (a no-op), and only ⊥ by ⊥")
+        key = (q, x, a, t, op, y)
+        if kind == "wpdt":
+            o = row["output"]
+            if isinstance(o, list):
+                o = tuple(r.member(v, f"{p}.output[{j}]", outs, "output symbol")
+                          for j, v in enumerate(o))
+            else:
+                o = r.member(o, f"{p}.output", outs, "output symbol", eps=True)
+                o = () if o is EPSILON else (o,)
+            key += (o,)
+        if key in trans:
+            r.fail(p, f"second row for the transition {key!r} (first at {first[key]}); give "
+                   "each transition once, with its total weight")
+        first[key] = p
+        trans[key] = _weight(r, sr, row["weight"], f"{p}.weight", f"transition {key!r}")
+    try:
+        if kind == "wpdt":
+            return WeightedPDT(states, alphabet, outs, stack, trans, start, sr, accepting,
+                               empty, name=name)
+        return WeightedPDA(states, alphabet, stack, trans, start, sr, accepting, empty,
+                           name=name)
+    except PdanetError as exc:  # name the row of the transition the constructor refused
+        for key, p in first.items():
+            if repr(key) in str(exc):
+                r.fail(p, f"{type(exc).__name__}: {exc}")
+        raise
+
+
 _READERS: dict[str, Callable[[_Reader, dict, str | None], Any]] = {
     "dfa": _read_fa, "mealy": _read_fa, "nfa": _read_fa, "dyck": _read_dyck,
     "dpda": _read_pushdown, "pda": _read_pushdown, "dpdt": _read_pushdown,
-    "pfsa": _read_pfsa, "pdpda": _read_pdpda,
+    "pfsa": _read_pfsa, "pdpda": _read_pdpda, "wpda": _read_weighted, "wpdt": _read_weighted,
 }
 
 
@@ -995,6 +1220,7 @@ __all__ = [
     "FORMAT_VERSION",
     "KINDS",
     "PROB_KINDS",
+    "WEIGHTED_KINDS",
     "dumps",
     "from_automata_lib",
     "from_dict",

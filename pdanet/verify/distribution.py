@@ -152,6 +152,30 @@ def _machine_for(machine: Any, net: Any) -> Any:
                             f"{machine!r}; verify it against the machine it was compiled from")
 
 
+def _length_range(lengths: Any) -> tuple[int, int]:
+    """(lo, hi) from ``sample_lengths``: an int n (n, n) or a pair (lo, hi), 0 ≤ lo ≤ hi."""
+    pair = (lengths, lengths) if isinstance(lengths, (int, np.integer)) else lengths
+    try:
+        lo, hi = (int(v) for v in pair)
+        ok = all(not isinstance(v, bool) and isinstance(v, (int, np.integer)) for v in pair)
+    except (TypeError, ValueError):
+        ok = False
+    if not ok or not 0 <= lo <= hi:
+        raise InputError(f"sample_lengths={lengths!r} must be an integer ≥ 0 or a pair "
+                         "(lo, hi) with 0 ≤ lo ≤ hi")
+    return lo, hi
+
+
+def _walks(machine: Any, n: int, lo: int, hi: int, rng: np.random.Generator) -> list[tuple]:
+    """n prefixes of lengths uniform in [lo, hi], each drawn symbol by symbol from the machine's
+    distribution without EOS (`live_walks`; a walk stops early where only EOS may follow)."""
+    lengths = rng.integers(lo, hi + 1, size=n)
+    ids, got = machine.live_walks(n, max(hi, 0), rng)
+    syms = machine.alphabet.symbols
+    return [tuple(syms[i] for i in ids[b, :min(int(got[b]), int(lengths[b]))])
+            for b in range(n)]
+
+
 def live_strings(machine: Any, max_length: int, max_strings: int = DEFAULT_MAX_STRINGS
                  ) -> list[tuple]:
     """Every string of length ≤ max_length whose prefix probability is positive, shortlex.
@@ -232,8 +256,16 @@ def _check_batch(machine: Any, net: Any, strings: list[tuple], tol: float, tally
 def verify_lm(machine: Any, net: Any, *, max_length: int | None = 5, samples: int = 1000,
               strings: list | None = None, seed: int | None = 0, tolerance: float | None = None,
               dtype: Any = None, batch_size: int = 1024,
-              max_strings: int = DEFAULT_MAX_STRINGS) -> LMReport:
+              max_strings: int = DEFAULT_MAX_STRINGS, sample_lengths: Any = None,
+              long_samples: int = 0, long_length: int = 1000) -> LMReport:
     """Compare `net`'s next-symbol distributions with `machine`'s (module docstring).
+
+    Phases: the given ``strings``; every string of positive probability up to ``max_length``;
+    ``samples`` strings drawn from the machine (to EOS), or, when ``sample_lengths`` is given
+    (an int, or (lo, hi) inclusive), ``samples`` prefixes of those lengths drawn symbol by
+    symbol without EOS (`live_walks`: every prefix has positive probability); and
+    ``long_samples`` such prefixes of ``long_length`` symbols. Every position of every string
+    is compared (the distribution after each prefix, EOS included).
 
     ``machine``: the PFSA or bounded ProbabilisticDPDA the network was compiled from (a
     bounded PDPDA is simulated as itself). ``dtype`` re-derives the network in that dtype first.
@@ -242,7 +274,8 @@ def verify_lm(machine: Any, net: Any, *, max_length: int | None = 5, samples: in
     t_start = time.perf_counter()
     machine = _machine_for(machine, net)
     for name, v, low in (("samples", samples, 0), ("batch_size", batch_size, 1),
-                         ("max_strings", max_strings, 1)):
+                         ("max_strings", max_strings, 1), ("long_samples", long_samples, 0),
+                         ("long_length", long_length, 0)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
             raise InputError(f"{name}={v!r} must be an integer ≥ {low}")
     if max_length is not None and (isinstance(max_length, bool)
@@ -265,10 +298,18 @@ def verify_lm(machine: Any, net: Any, *, max_length: int | None = 5, samples: in
     if max_length is not None:
         phases.append(("exhaustive", (f"every string of positive probability of length ≤ "
                        f"{max_length}"), lambda: live_strings(machine, max_length, max_strings)))
-    if samples > 0:
-        rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed)
+    if samples > 0 and sample_lengths is None:
         phases.append(("sampled", f"{samples} strings drawn from the machine (seed {seed})",
                        lambda: machine.sample(samples, rng)))
+    elif samples > 0:
+        lo, hi = _length_range(sample_lengths)
+        desc = f"{samples} prefixes of length {lo}–{hi} drawn without EOS (seed {seed})"
+        phases.append(("sampled", desc, lambda: _walks(machine, samples, lo, hi, rng)))
+    if long_samples > 0:
+        desc = f"{long_samples} prefixes of length {long_length} drawn without EOS (seed {seed})"
+        phases.append(("long", desc,
+                       lambda: _walks(machine, long_samples, long_length, long_length, rng)))
     tally = _Tally()
     results: list[PhaseResult] = []
     cex = None

@@ -46,7 +46,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor, wait
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -56,6 +56,9 @@ from pdanet.constructions.base import as_dtype
 from pdanet.errors import InputError, VerificationError
 from pdanet.verify import strings as S
 from pdanet.verify.report import Counterexample, PhaseResult, Report, readable
+
+if TYPE_CHECKING:
+    from pdanet.verify.distribution import LMReport
 
 DEFAULT_MAX_BATCH_STEPS = 1 << 19  # positions (rows × (T+1)) per network call
 # a batch at least this long is compared incrementally (top cells only) where both sides can
@@ -466,7 +469,7 @@ class VerifyOptions:
 
 
 def verify(machine: Machine, net, options: VerifyOptions | None = None, **overrides: Any
-           ) -> Report:
+           ) -> Report | LMReport:
     """Check that `net` agrees with `machine` at every step of every checked string.
 
     What is checked is a `VerifyOptions` (its docstring lists the fields and their defaults):
@@ -475,8 +478,24 @@ def verify(machine: Machine, net, options: VerifyOptions | None = None, **overri
     long_samples=0)``; a bad value is an InputError naming its field. Raises VerificationError
     when the check cannot be carried out (too many prefixes: lower ``max_length``; decoder
     shapes that do not match the machine's).
+
+    Language models (a network whose abstraction is `pdanet.constructions.lm.LMUnits`, compiled
+    from a PFSA or a bounded probabilistic DPDA) are compared by distribution instead: the result
+    is `pdanet.verify.distribution.verify_lm`'s `LMReport` (the next-symbol log-probabilities at
+    every position, in nats). The options passed through are `LM_OPTIONS` (``max_length``,
+    ``samples``, ``strings``, ``seed``, ``dtype``, ``batch_size``, ``max_strings``,
+    ``sample_lengths`` and ``long_samples``/``long_length`` — random prefixes drawn without EOS —
+    with the defaults above) and the keyword ``tolerance`` (nats; default: verify_lm's per dtype); any
+    other option set to a non-default value is an InputError, as is ``tolerance`` for any other
+    network.
     """
+    tolerance = overrides.pop("tolerance", _UNSET)
     o = VerifyOptions.of(options, **overrides)
+    if _is_lm(net):
+        return _verify_lm(machine, net, o, None if tolerance is _UNSET else tolerance)
+    if tolerance is not _UNSET:
+        raise InputError("tolerance applies to language-model networks only; give rtol/atol "
+                         "for real-valued fields")
     machine = _compiled_machine(machine, net)
     if o.dtype is not None:
         net = net.with_scale(dtype=o.dtype)
@@ -550,6 +569,39 @@ def verify(machine: Machine, net, options: VerifyOptions | None = None, **overri
         notes=tuple(notes),
         dtype=str(getattr(net, "dtype", "")).replace("torch.", ""),
     )
+
+
+_UNSET = object()
+LM_OPTIONS = ("max_length", "samples", "strings", "seed", "dtype", "batch_size", "max_strings",
+              "sample_lengths", "long_samples", "long_length")
+
+
+def _is_lm(net) -> bool:
+    from pdanet.constructions.lm import LMUnits
+
+    return isinstance(getattr(net, "abstraction", None), LMUnits)
+
+
+def _verify_lm(machine: Machine, net, o: VerifyOptions, tolerance: Any):
+    """`verify` for a language model: `verify_lm` with the options that apply to it."""
+    from pdanet.verify.distribution import verify_lm
+
+    default = VerifyOptions()
+    unused = [f.name for f in fields(o) if f.name not in LM_OPTIONS
+              and getattr(o, f.name) != getattr(default, f.name)]
+    if unused:
+        raise InputError(f"option(s) {', '.join(unused)} do not apply to a language model, "
+                         f"whose distributions verify compares; it takes {', '.join(LM_OPTIONS)} "
+                         "and tolerance")
+    strings = o.strings
+    if isinstance(strings, np.ndarray):  # encoded rows, padded with -1
+        syms = machine.alphabet.symbols
+        strings = [tuple(syms[i] for i in row if i >= 0) for row in strings]
+    return verify_lm(machine, net, max_length=o.max_length, samples=o.samples,
+                     strings=None if strings is None else list(strings), seed=o.seed,
+                     tolerance=tolerance, dtype=o.dtype, batch_size=o.batch_size,
+                     max_strings=o.max_strings, sample_lengths=o.sample_lengths,
+                     long_samples=o.long_samples, long_length=o.long_length)
 
 
 def _compiled_machine(machine: Machine, net) -> Machine:
@@ -636,4 +688,4 @@ def _progress(enabled: bool, name: str, total: int):
     return tqdm(total=total, desc=f"verify {name}", unit="step", unit_scale=True, leave=False)
 
 
-__all__ = ["BatchOutcome", "Tolerance", "VerifyOptions", "compare_batch", "verify"]
+__all__ = ["LM_OPTIONS", "BatchOutcome", "Tolerance", "VerifyOptions", "compare_batch", "verify"]
