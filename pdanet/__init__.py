@@ -46,6 +46,7 @@ from pdanet.automata.nfa import NFA
 from pdanet.automata.probabilistic import PFSA, ProbabilisticDPDA
 from pdanet.automata.regex import regex_to_dfa
 from pdanet.automata.weighted import WeightedPDA, WeightedPDT
+from pdanet.automata.weighted_epsilon import remove_epsilon, string_weight
 from pdanet.automata.weighted_ops import allsum, closure, pcfg_to_wpda, wpda_allsum, wpda_to_wcfg
 
 # Load the subpackage pdanet.verify now (it is cheap and torch-free) so that the import system
@@ -115,8 +116,10 @@ __all__ = [
     "pcfg_to_wpda",
     "pda_to_cfg",
     "regex_to_dfa",
+    "remove_epsilon",
     "render",
     "save_network",
+    "string_weight",
     "tasks",
     "to_empty_stack",
     "to_final_state",

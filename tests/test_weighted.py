@@ -159,8 +159,9 @@ def test_batched_lang_on_long_strings_matches_semiring_chart():
 
 def test_bad_machines_are_typed_errors():
     ok = {(0, BOTTOM, "x", 0, "push", "a"): 1.0}
-    with pytest.raises(AutomatonError, match="ε-move"):
-        WeightedPDA([0], "x", "a", {(0, BOTTOM, EPSILON, 0, "push", "a"): 1.0}, 0)
+    eps_m = WeightedPDA([0], "x", "a", {(0, BOTTOM, EPSILON, 0, "push", "a"): 1.0}, 0)
+    with pytest.raises(AutomatonError, match="remove_epsilon"):
+        eps_m.string_sum("x")
     with pytest.raises(AutomatonError, match="negative"):
         WeightedPDA([0], "x", "a", {(0, BOTTOM, "x", 0, "push", "a"): -0.5}, 0)
     with pytest.raises(AutomatonError, match="not declared"):

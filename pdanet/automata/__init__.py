@@ -11,6 +11,7 @@ from pdanet.automata.fst import FST
 from pdanet.automata.grammar import CFG, PCFG
 from pdanet.automata.pda import DPDA, PDA, PDAConfig
 from pdanet.automata.pdt import DPDT, PDTConfig
+from pdanet.automata.weighted_epsilon import remove_epsilon, string_weight
 from pdanet.automata.weighted_ops import allsum, closure, pcfg_to_wpda, wpda_allsum, wpda_to_wcfg
 
 __all__ = [
@@ -39,6 +40,8 @@ __all__ = [
            "compose",
            "dyck",
            "pcfg_to_wpda",
+           "remove_epsilon",
+           "string_weight",
            "tasks",
            "wpda_allsum",
            "wpda_to_wcfg",

@@ -1,4 +1,5 @@
-"""Semirings for weighted automata: boolean, real, log, Viterbi (max-times in log space), rationals.
+"""Semirings for weighted automata: boolean, real, log, Viterbi (max-times in log space), rationals,
+tropical (min-plus over costs).
 
 A semiring value array is a numpy array of the semiring's ``dtype`` (``object`` holding
 `fractions.Fraction` for `RATIONAL`). Every semiring converts from and to nonnegative real numbers
@@ -7,6 +8,12 @@ A semiring value array is a numpy array of the semiring's ``dtype`` (``object`` 
 indices of ``⊗`` of the operands. In the log and Viterbi semirings values are natural logarithms
 of weights (zero is ``-inf``); Viterbi's ``plus`` is ``max`` and `einsum_argmax` also returns the
 positions of the maxima (backpointers).
+
+The tropical semiring ("tropical") holds costs: ⊕ = min, ⊗ = +, zero = +inf, one = 0; a cost v
+stands for the weight e^(−v) (`lift`, `lower`), so costs may be negative (weights above one). Its
+star is x* = min(0, x, 2x, …) = 0 for x ≥ 0; for x < 0 (a negative cycle) the infimum is −inf,
+which is not a value of the semiring: `pdanet.automata.weighted_ops.closure` raises
+DivergenceError naming the cycle instead (shortest distances are undefined there).
 """
 
 from __future__ import annotations
@@ -239,7 +246,7 @@ class _Viterbi(_Log):
 
     def einsum_argmax(self, subscripts: str, *operands) -> tuple[np.ndarray, np.ndarray]:
         """(max, flat argmax over the summed indices in their order of first appearance)."""
-        views, out, summed = _broadcast(subscripts, operands)
+        views, out, _summed = _broadcast(subscripts, operands)
         total = views[0]
         for v in views[1:]:
             total = total + v
@@ -288,17 +295,54 @@ class _Rational(Semiring):
         return np.prod(np.asarray(a, dtype=object), axis=axis, dtype=object)
 
 
+@dataclass(frozen=True)
+class _Tropical(Semiring):
+    """Costs; ⊕ = min, ⊗ = +, zero = +inf, one = 0 (see the module docstring)."""
+
+    def lift(self, w):
+        return -math.log(w) if w > 0 else math.inf
+
+    def lower(self, v):
+        return math.exp(-v)
+
+    def check(self, v, where):
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            raise InputError(f"{where}: cost {v!r} is not a real number") from None
+        if math.isnan(f) or f == -math.inf:
+            raise InputError(f"{where}: cost {v!r} is NaN or -inf; tropical costs are reals or "
+                             "+inf (the zero: no path)")
+        return f
+
+    def plus(self, a, b):
+        return np.minimum(a, b)
+
+    def times(self, a, b):
+        return np.add(a, b)
+
+    def sum(self, a, axis=None):
+        a = np.asarray(a, dtype=np.float64)
+        if a.size == 0:
+            return np.full(np.sum(a, axis=axis).shape, math.inf)
+        return np.min(a, axis=axis)
+
+    def product(self, a, axis=None):
+        return np.sum(a, axis=axis)
+
+
 BOOLEAN = _Boolean("boolean", np.bool_, False, True)
 REAL = _Real("real", np.float64, 0.0, 1.0)
 LOG = _Log("log", np.float64, -math.inf, 0.0)
 VITERBI = _Viterbi("viterbi", np.float64, -math.inf, 0.0)
 RATIONAL = _Rational("rational", object, Fraction(0), Fraction(1))
+TROPICAL = _Tropical("tropical", np.float64, math.inf, 0.0)
 
-SEMIRINGS = {s.name: s for s in (BOOLEAN, REAL, LOG, VITERBI, RATIONAL)}
+SEMIRINGS = {s.name: s for s in (BOOLEAN, REAL, LOG, VITERBI, RATIONAL, TROPICAL)}
 
 
-def get(semiring: "Semiring | str") -> Semiring:
-    """A semiring by value or name ("boolean", "real", "log", "viterbi", "rational")."""
+def get(semiring: Semiring | str) -> Semiring:
+    """A semiring by value or name ("boolean", "real", "log", "viterbi", "rational", "tropical")."""
     if isinstance(semiring, Semiring):
         return semiring
     try:
@@ -328,5 +372,15 @@ def convert(values: np.ndarray, source: Semiring, target: Semiring) -> np.ndarra
     return out
 
 
-__all__ = ["Semiring", "BOOLEAN", "REAL", "LOG", "VITERBI", "RATIONAL", "SEMIRINGS", "get",
-           "convert"]
+__all__ = [
+    "BOOLEAN",
+    "LOG",
+    "RATIONAL",
+    "REAL",
+    "SEMIRINGS",
+    "TROPICAL",
+    "VITERBI",
+    "Semiring",
+    "convert",
+    "get",
+]

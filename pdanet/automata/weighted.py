@@ -1,13 +1,22 @@
-"""Weighted real-time pushdown automata and transducers, and Lang's algorithm as the stack WFA of
-DuSell & Chiang (2021) §2.4 (Eqs. 1–5), with the memory limit of §5.1.
+"""Weighted pushdown automata (real-time, or with ε-arcs) and transducers, and Lang's algorithm
+as the stack WFA of DuSell & Chiang (2021) §2.4 (Eqs. 1–5), with the memory limit of §5.1.
 
 A `WeightedPDA` transition ``(q, x) —a / w→ (r, v)``: in state q with x on top (a stack symbol or
 `BOTTOM`), reading the input symbol a, go to r with weight w and do exactly one stack operation
 v: ``("push", y)`` pushes y, ``("replace", y)`` replaces the top by y (``("replace", x)`` is a
 no-op; on `BOTTOM` only ``("replace", BOTTOM)`` is allowed), ``("pop", None)`` pops x (never
-`BOTTOM`). It is written as a key ``(q, x, a, r, op, y) -> w``. Every step reads one symbol
-(real-time, as the NS-RNN); ε-moves are rejected. A run is a sequence of transitions from
-``(start, ⊥)``; its weight is the ⊗-product of its transition weights.
+`BOTTOM`). It is written as a key ``(q, x, a, r, op, y) -> w``. A run is a sequence of
+transitions from ``(start, ⊥)``; its weight is the ⊗-product of its transition weights.
+
+ε-arcs. A key with ``a = EPSILON`` is an ε-arc: it reads nothing and does its one stack operation.
+A run on a string may take ε-arcs anywhere (before the first symbol, between symbols, after the
+last); the string's weight is the ⊕ over all accepting runs that read it. With cycles of ε-arcs
+there are infinitely many such runs and the weight is an infinite sum, defined as the closure
+(the least solution in the closed semiring; `DivergenceError` where it diverges). A machine with
+ε-arcs is not real-time (`is_realtime` is False): Lang's chart, `run_batch` and the NS-RNN compiler
+need one input symbol per step, and raise AutomatonError on it; convert it first with
+`pdanet.automata.weighted_epsilon.remove_epsilon` (same weight on every nonempty string), or
+weigh single strings with `pdanet.automata.weighted_epsilon.string_weight`.
 
 Acceptance. ``accepting=None`` counts every run (the NS-RNN's string sum: the total weight of all
 runs on the string, whatever configuration they end in); a set of states counts the runs ending
@@ -98,11 +107,12 @@ class BestRun:
 
 
 class WeightedPDA(Machine):
-    """A weighted real-time PDA (see the module docstring for the semantics).
+    """A weighted PDA, real-time unless it has ε-arcs (see the module docstring for the
+    semantics).
 
-    Weights are values of ``semiring`` (log-weights for "log"/"viterbi"). Undeclared states or
-    symbols, bad operations, ε-moves and invalid weights raise AutomatonError naming the
-    transition.
+    Weights are values of ``semiring`` (log-weights for "log"/"viterbi", costs for "tropical").
+    Undeclared states or symbols, bad operations and invalid weights raise AutomatonError naming
+    the transition. ε-arcs (input symbol `EPSILON`) are allowed; see `is_realtime`.
     """
 
     output_kind = "accept"
@@ -144,12 +154,7 @@ class WeightedPDA(Machine):
         for s in (q, r):
             if s not in self._state_index:
                 raise AutomatonError(f"{where}: state {s!r} is not declared; add it to `states`")
-        if a is EPSILON:
-            raise AutomatonError(
-                f"{where} is an ε-move; weighted PDAs here are real-time (one input symbol per "
-                "step, as the NS-RNN): remove ε-moves first, e.g. fold each ε-chain into the input "
-                "move before it, or put the grammar in Greibach normal form")
-        if a not in self.alphabet:
+        if a is not EPSILON and a not in self.alphabet:
             raise AutomatonError(f"{where}: input symbol {a!r} is not in {self.alphabet!r}")
         if x is not BOTTOM and x not in self.stack_alphabet:
             raise AutomatonError(f"{where}: top {x!r} is neither BOTTOM nor a stack symbol")
@@ -179,8 +184,29 @@ class WeightedPDA(Machine):
     # --- identity -----------------------------------------------------------------------------
     def __repr__(self) -> str:
         label = f" {self.name!r}" if self.name else ""
+        eps = "" if self.is_realtime else ", with ε-arcs"
         return (f"<WeightedPDA{label}: {len(self.states)} states, {len(self.alphabet)} input "
-                f"symbols, {len(self.stack_alphabet)} stack symbols, {self.semiring.name}>")
+                f"symbols, {len(self.stack_alphabet)} stack symbols, {self.semiring.name}{eps}>")
+
+    @cached_property
+    def is_realtime(self) -> bool:
+        """True when no transition is an ε-arc (every step reads one input symbol)."""
+        return not any(k[2] is EPSILON for k in self.transitions)
+
+    @cached_property
+    def epsilon_arcs(self) -> dict:
+        """The ε-arcs ``{(q, x, EPSILON, r, op, y): w}`` (empty for a real-time machine)."""
+        return {k: w for k, w in self.transitions.items() if k[2] is EPSILON}
+
+    def require_realtime(self, what: str) -> None:
+        """AutomatonError when the machine has ε-arcs (`what` needs one input symbol per step)."""
+        if not self.is_realtime:
+            arc = next(iter(self.epsilon_arcs))
+            raise AutomatonError(
+                f"{what} needs a real-time weighted PDA, but {self!r} has "
+                f"{len(self.epsilon_arcs)} ε-arc(s), e.g. {arc!r}: call "
+                "pdanet.automata.weighted_epsilon.remove_epsilon(m) first (same weight on every "
+                "nonempty string), or weighted_epsilon.string_weight(m, s) for one string")
 
     @property
     def num_states(self) -> int:
@@ -199,7 +225,9 @@ class WeightedPDA(Machine):
 
     # --- tensors ------------------------------------------------------------------------------
     def weight_tensor(self, semiring: srm.Semiring | str | None = None) -> np.ndarray:
-        """W[a, q, x, r, op] (|Σ|, Q, G, Q, 2G+1) in `semiring` (the machine's by default)."""
+        """W[a, q, x, r, op] (|Σ|, Q, G, Q, 2G+1) in `semiring` (the machine's by default).
+        AutomatonError on a machine with ε-arcs (see `require_realtime`)."""
+        self.require_realtime("the weight tensor (Lang's chart, run_batch, the NS-RNN compiler)")
         sr = self.semiring if semiring is None else srm.get(semiring)
         Q, G = self.num_states, self.num_stack
         W = sr.array((len(self.alphabet), Q, G, Q, 2 * G + 1))
@@ -647,6 +675,9 @@ class WeightedPDT(Frozen):
         for key, w in dict(transitions).items():
             if not (isinstance(key, tuple) and len(key) == 7):
                 raise AutomatonError(f"transducer key {key!r} must be (q, top, a, r, op, y, out)")
+            if key[2] is EPSILON:
+                raise AutomatonError(f"transducer transition {key!r} is an ε-move; the weighted "
+                                     "transducer is real-time (one input symbol per step)")
             out = key[6]
             out = () if out is EPSILON or out is None else \
                 (tuple(out) if isinstance(out, (tuple, list)) else (out,))

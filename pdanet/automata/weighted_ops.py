@@ -4,10 +4,11 @@
 `closure(M, semiring)` is M* = I ⊕ M ⊕ M² ⊕ … by Lehmann's algorithm (Lehmann 1977, "Algebraic
 structures for transitive closure"; Floyd–Warshall–Kleene elimination), in O(n³) semiring
 operations. The scalar star it needs is x* = 1/(1 − x) in the real and rational semirings (x < 1),
-−log(1 − eˣ) in the log semiring (x < 0), one in the boolean semiring, and one (log 0) in the
-Viterbi (max-times) semiring when x ≤ 0 (weight ≤ 1). A pivot outside these ranges means that the
-cycles through that position have total weight ≥ 1, so the series diverges: a `DivergenceError`
-names the positions of those cycles. For a nonnegative real matrix the pivots are all < 1 exactly
+−log(1 − eˣ) in the log semiring (x < 0), one in the boolean semiring, one (log 0) in the
+Viterbi (max-times) semiring when x ≤ 0 (weight ≤ 1), and one (cost 0) in the tropical (min-plus)
+semiring when x ≥ 0. A pivot outside these ranges means that the cycles through that position
+have total weight ≥ 1 (in the tropical semiring: a negative cycle, whose shortest distance is
+−inf), so the series diverges: a `DivergenceError` names the positions of those cycles. For a nonnegative real matrix the pivots are all < 1 exactly
 when the spectral radius is < 1 (I − M is then a nonsingular M-matrix), and M* = (I − M)⁻¹.
 
 `allsum(grammar, weights)` is the total weight of all derivations of a weighted CFG (the
@@ -59,6 +60,8 @@ def _star(sr: srm.Semiring, v: Any) -> Any:
         return -math.log1p(-math.exp(v)) if v > -math.inf else 0.0
     if sr is srm.VITERBI:
         return None if v > 0 else 0.0
+    if sr is srm.TROPICAL:
+        return None if v < 0 else 0.0
     raise InputError(f"no star is defined for semiring {sr.name!r}; use one of "
                      f"{sorted(srm.SEMIRINGS)}")
 
@@ -85,10 +88,12 @@ def closure(M: Any, semiring: srm.Semiring | str = "real", labels: Any = None) -
     ``M[i, j]`` is the weight of the edge i → j; ``M*[i, j]`` is the ⊕ over all paths from i to j
     (the empty path included) of the ⊗ of their edge weights. Real: (I − M)⁻¹ (float64); rational:
     exact; log and Viterbi: natural-log weights (log-sum-exp, resp. max, over paths); boolean:
-    reflexive–transitive closure. `labels` (one per row) name positions in error messages.
+    reflexive–transitive closure; tropical: shortest distances (min over paths of the summed
+    costs; +inf where there is no path). `labels` (one per row) name positions in error messages.
 
     Raises DivergenceError naming the positions of a cycle whose weights sum to ≥ 1 (spectral
-    radius ≥ 1 for real weights; a cycle of weight > 1 in the Viterbi semiring), and InputError for
+    radius ≥ 1 for real weights; a cycle of weight > 1 in the Viterbi semiring; a cycle of
+    negative cost in the tropical semiring), and InputError for
     a matrix that is not square or holds values that are not weights of the semiring.
     """
     sr = srm.get(semiring)
@@ -109,6 +114,12 @@ def closure(M: Any, semiring: srm.Semiring | str = "real", labels: Any = None) -
         s = _star(sr, A[k, k])
         if s is None:
             names = _cycle_names(support, k, labels)
+            if sr is srm.TROPICAL:
+                raise DivergenceError(
+                    f"closure does not converge: a negative cycle — the cycles through "
+                    f"{labels[k]!r} within {names} have total cost {float(A[k, k]):g} < 0 in "
+                    "the tropical semiring, so shortest distances through them are −inf; make every cycle's "
+                    "cost ≥ 0")
             raise DivergenceError(
                 f"closure does not converge: weights on a cycle sum to ≥ 1 — the cycles through "
                 f"{labels[k]!r} within {names} have total weight ≥ 1 in the {sr.name} semiring"
@@ -318,6 +329,7 @@ def wpda_to_wcfg(m: WeightedPDA) -> tuple[CFG, list]:
     """
     if not isinstance(m, WeightedPDA):
         raise InputError(f"expected a WeightedPDA, got {type(m).__name__}")
+    m.require_realtime("wpda_to_wcfg (every rule body starts with the symbol read)")
     sr = m.semiring
     G = m.num_stack
     states = m.states

@@ -278,6 +278,14 @@ def _pfsa() -> PFSA:
     return PFSA.random(4, 2, 0, exact=True)
 
 
+def _realtime_weighted(machine: Any) -> str | None:
+    if machine.is_realtime:
+        return None
+    return (f"{machine!r} has ε-arcs; the NS-RNN reads one symbol per step: compile "
+            "pdanet.automata.weighted_epsilon.remove_epsilon(machine), which has the same weight "
+            "on every nonempty string")
+
+
 def _bounded_pdpda() -> BoundedPDPDA:
     return marked_reversal().bounded(3, overflow="renormalise")
 
@@ -323,7 +331,7 @@ TABLE: tuple[Entry, ...] = (
           default=True, example=_anbn_eps),
     # the nondeterministic stack RNN of DuSell & Chiang (2021)
     Entry(WeightedPDA, "ns_rnn", "embedding", _C + "ns:compile_weighted", default=True,
-          example=_weighted),
+          requires=_realtime_weighted, example=_weighted),
     Entry(DPDA, "ns_rnn", "embedding", _C + "ns:compile_dpda", default=True,
           requires=_one_op_pushdown, example=_anbn),
     Entry(PDA, "ns_rnn", "embedding", _C + "ns:compile_pda", default=True,
