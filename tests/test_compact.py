@@ -315,3 +315,118 @@ def test_labels_and_abstraction_fields():
     assert a.acceptance == "empty_stack"
     assert all(c.empty_after is not None for c in a.cases)
     assert a.codes.shape == (2, 1) and a.codes[-1].sum() == 0
+
+
+# --- lookup size: O(|Q|·|Σ|), not |Σ|·|Γ| ------------------------------------------------------
+
+
+def _lookup_sources(net) -> dict:
+    """Lookup unit → the lookup units its gate sums (read off the exact recurrent weights)."""
+    a = net.abstraction
+    A = net.weights["rnn.weight_hh_l0"].numer
+    lookup = set(a.lookup.tolist())
+    return {int(u): {int(v) for v in np.nonzero(A[u])[0] if int(v) in lookup}
+            for u in a.lookup}
+
+
+def _large_alphabet_strings(bounded, rng, n: int, length: int, gen) -> list:
+    """Strings of the machine's language from ``gen(rng)``, each also with one symbol changed."""
+    syms = list(bounded.machine.alphabet.symbols)
+    out = []
+    for _ in range(n):
+        w = list(gen(rng))
+        out.append(tuple(w))
+        if w:
+            v = list(w)
+            v[int(rng.integers(len(v)))] = syms[int(rng.integers(len(syms)))]
+            out.append(tuple(v))
+    return [s for s in out if len(s) <= length]
+
+
+@pytest.mark.parametrize("which", ["dyck64", "marked_reversal128"])
+def test_large_alphabet_lookup_is_linear(which):
+    """Dyck-64 (|Σ| = |Γ| = 128) and marked reversal over 128 symbols (|Σ| = 129, |Γ| = 256) at
+    m = 4: 512 and 770 lookup units (≤ 2·|Q|·|Σ|; one unit per written code would give 8,640
+    and 33,665), and `pn.verify` agrees (every prefix to length 2, sampled live strings, and
+    strings of the language up to and beyond depth 4 with one-symbol mutations)."""
+    from pdanet.automata.tasks import dusell2021, suzgun2019
+    rng = np.random.default_rng(1)
+    if which == "dyck64":
+        machine = suzgun2019.dyck_machine(64)
+        opens, closes = suzgun2019.brackets(64)
+
+        def gen(r):
+            w, st = [], []
+            for _ in range(int(r.integers(0, 14))):
+                if st and r.random() < 0.5:
+                    w.append(closes[st.pop()])
+                else:
+                    st.append(int(r.integers(64)))
+                    w.append(opens[st[-1]])
+            return w + [closes[i] for i in reversed(st)]
+        expected = 512
+    else:
+        syms = tuple(f"s{i}" for i in range(128))
+        machine = dusell2021.marked_reversal_machine(syms)
+        marker = next(x for x in machine.alphabet.symbols if x not in syms)
+
+        def gen(r):
+            w = [syms[i] for i in r.integers(0, 128, int(r.integers(0, 6)))]
+            return w + [marker] + w[::-1]
+        expected = 770
+    view = realtime.table(machine)
+    b = machine.bounded(4)
+    strings = _large_alphabet_strings(b, rng, 60, 20, gen)
+    for target in ("elman", "lstm"):
+        net = pn.compile(b, target=target, method="compact")
+        assert net.params["L"] == expected <= 2 * view.Q * view.K
+        assert net.hidden_units == net.bound_value
+        report = pn.verify(b, net, strings=strings, max_length=2, samples=60,
+                           sample_lengths=(3, 24), long_samples=2, long_length=60)
+        assert report.ok, report.counterexample
+    cases = net.abstraction.cases
+    anyc = [c for c in cases if c.source in ("push", "replace") and c.source_symbol == -1]
+    percode = [c for c in cases if c.source in ("push", "replace") and c.source_symbol >= 0]
+    assert anyc and len(percode) == (128 if which == "dyck64" else 0)   # a close: per code
+
+
+def _merged_semantics(machine, m: int) -> int:
+    """Every "any written code" unit: its gate sums exactly the lookup units entering its state
+    by its source, its ``top`` lists the codes those units write, and the machine's move on its
+    input is the same after each of them (brute force over the table). The other push/replace
+    units have a gate of the units writing their own code. Returns the number of merged units."""
+    b = machine.bounded(m)
+    net = pn.compile(b, target="elman", method="compact")
+    a = net.abstraction
+    view = realtime.table(machine)
+    gates = _lookup_sources(net)
+    unit = {i: int(u) for i, u in enumerate(a.lookup)}
+    merged = 0
+    for i, c in enumerate(a.cases):
+        if c.source not in ("push", "replace"):
+            continue
+        enter = {unit[j] for j, e in enumerate(a.cases) if e.p2 == c.p and e.op == c.source
+                 and (c.source_symbol == -1 or e.y == c.source_symbol)}
+        assert gates[unit[i]] == enter
+        if c.source_symbol == -1:
+            merged += 1
+            written = {e.y for e in a.cases if e.p2 == c.p and e.op == c.source}
+            assert set(c.top) == written and len(written) >= 2
+            moves = {view.trans.get((c.p, c.a, x)) for x in written}
+            assert len(moves) == 1 and None not in moves
+            assert not [e for e in a.cases if (e.p, e.a, e.source) == (c.p, c.a, c.source)
+                        and e.source_symbol >= 0]
+    return merged
+
+
+def test_merged_units_brute_force():
+    from pdanet.automata.tasks import suzgun2019
+    assert _merged_semantics(pn.tasks.get("marked_reversal"), 3) > 0
+    assert _merged_semantics(suzgun2019.dyck_machine(3), 4) > 0
+    assert _merged_semantics(dyck_empty_stack(), 3) >= 0
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(machines, st.integers(1, 5))
+def test_random_machines_merged_units(machine, m):
+    _merged_semantics(machine, m)

@@ -86,8 +86,17 @@ class LookupCase:
     ``tests`` on the slot units hold; the step then went to ``p2`` with stack operation ``op``
     (``"push"``, ``"pop"``, ``"noop"``, ``"replace"``), pushed/written code ``y`` (−1: none),
     emitted output index ``out`` (−1: none or a recogniser), and after it the stack is empty iff
-    ``empty_after`` (None: not tracked — only empty-stack acceptance needs it); ``accepts`` is the recogniser's output after the step. States, symbols,
-    outputs and stack codes are indices as `pdanet.constructions.realtime.table` gives them."""
+    ``empty_after`` (None: not tracked — only empty-stack acceptance needs it); ``accepts`` is
+    the recogniser's output after the step. States, symbols, outputs and stack codes are indices
+    as `pdanet.constructions.realtime.table` gives them.
+
+    ``source_symbol`` −1 with source ``"push"``/``"replace"`` means *any written code*: the
+    unit's gate sums every lookup unit that entered ``p`` by that operation, whatever code it
+    wrote (``top`` lists those codes, at least two), and such a unit exists only where the step
+    on ``a`` (``tests``, ``p2``, ``op``, ``y``, ``out``, ``empty_after``, ``accepts``) is the
+    same after each of them; where it differs there is one unit per written code instead, and
+    never both for one (``p``, ``a``, ``source``). For the other sources ``source_symbol`` is −1
+    and means nothing."""
 
     p: int
     a: int

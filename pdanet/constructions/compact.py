@@ -27,7 +27,16 @@ integer + ½, so the margin is ½):
 The lookup needs the top X of the stack before step t, which the lag hides one step: it comes
 from the *source* — after a push or replace of Y it is Y (known from the source case), after a
 noop slot 1 of S, after a pop slot 2, at the start ⊥ — so lookup units are indexed by (q, a,
-source, test). Tests are violation counts e ≥ 0 that are 0 iff the test holds — "slot = X":
+source, test). After a push or replace the written code matters only where the move on a differs
+between the codes that can be written on entering q that way: where it is the same for all of
+them (the usual case: an open bracket, a symbol pushed whatever lies below), one unit stands for
+them all (``source_symbol`` −1, "any written code") and its gate sums every unit entering q by
+that source; only where the move differs (a close bracket matching the code just pushed) is
+there one unit per written code. So |L| is O(|Q|·|Σ|) for the usual machines rather than
+O(|Q|·|Σ|·|Γ|): Dyck-64 at m = 4 (|Σ| = |Γ| = 128) has 512 lookup units, marked reversal over
+128 symbols (|Γ| = 256) 770.
+
+Tests are violation counts e ≥ 0 that are 0 iff the test holds — "slot = X":
 popcount(b_X) − Σ_j (2b_{X,j} − 1)s_j; "slot empty": Σ_j s_j; gate: 1 − Σ(source units); input:
 1 − x_a — and the unit is z = ½ − D·Σ e_i − e_s (D = max(1, d)) with at most one *signed* test
 e_s = 1 − Σ_j s_j ("slot nonempty", ≤ 0 when it holds, ≥ 1 − D). For each (q, a, source) the
@@ -148,19 +157,30 @@ def _tests(conds: list[tuple[str, int, int]], source: str, sym: int, m: int, G: 
 def lookup_cases(view: realtime.RealtimeTable, m: int, empty_stack: bool, accepting: tuple
                  ) -> list[LookupCase]:
     """The lookup units of the machine (tables from `realtime.table`) bounded at depth m, in a
-    fixed order, found from the start case by a worklist over entered (state, source)."""
+    fixed order, found from the start case by a worklist over entered (state, source, written
+    code). Then, for each (state p, source push/replace, input a): when at least two codes can be
+    written on entering p that way and the step on a behaves the same after every one of them
+    (same cases up to the written code: tests, next state, operation, pushed code, output,
+    ``empty_after``, ``accepts``), their units become one unit with ``source_symbol`` −1 ("any
+    written code", ``top`` the codes) whose gate sums every unit entering p by that source."""
     G, K = view.G, view.K
     by_pa: dict[tuple[int, int], dict[int, tuple]] = {}
     for (p, a, x), (p2, out, pe, ue, y) in view.trans.items():
         by_pa.setdefault((p, a), {})[x] = (p2, out, realtime.op_name(pe, ue), y)
-    cases: list[LookupCase] = []
-    seen: set = set()
+    per_entry: dict[tuple, list[list[LookupCase]]] = {}
+    order: list[tuple] = []
     work = [(view.q0, "start", -1)]
-    seen.add(work[0])
+    seen: set = {work[0]}
     every, gamma = frozenset(range(G + 1)), frozenset(range(G))
     while work:
-        p, source, sym = work.pop(0)
+        entry = work.pop(0)
+        order.append(entry)
+        p, source, sym = entry
+        per_a: list[list[LookupCase]] = []
+        per_entry[entry] = per_a
         for a in range(K):
+            here: list[LookupCase] = []
+            per_a.append(here)
             moves = by_pa.get((p, a), {})
             if not moves:
                 continue
@@ -201,12 +221,39 @@ def lookup_cases(view: realtime.RealtimeTable, m: int, empty_stack: bool, accept
                         if tests is None:
                             continue
                         acc = bool(empty_after) if empty_stack else bool(accepting[p2])
-                        cases.append(LookupCase(p, a, source, sym, top, tests, p2, op, y, out,
-                                                empty_after, acc))
+                        here.append(LookupCase(p, a, source, sym, top, tests, p2, op, y, out,
+                                               empty_after, acc))
                         nxt = (p2, op, y if op in ("push", "replace") else -1)
                         if nxt not in seen:
                             seen.add(nxt)
                             work.append(nxt)
+    written: dict[tuple[int, str], list[int]] = {}      # (p, source) -> codes written on entry
+    for p, source, sym in order:
+        if source in ("push", "replace"):
+            written.setdefault((p, source), []).append(sym)
+
+    def behaviour(c: LookupCase) -> tuple:
+        return (c.tests, c.p2, c.op, c.y, c.out, c.empty_after, c.accepts)
+
+    merged: dict[tuple[int, str, int], bool] = {}
+    cases: list[LookupCase] = []
+    for entry in order:
+        p, source, sym = entry
+        for a, here in enumerate(per_entry[entry]):
+            syms = written.get((p, source), [])
+            if len(syms) >= 2:
+                key = (p, source, a)
+                if key not in merged:
+                    first = [behaviour(c) for c in per_entry[(p, source, syms[0])][a]]
+                    merged[key] = bool(first) and all(
+                        [behaviour(c) for c in per_entry[(p, source, s)][a]] == first
+                        for s in syms[1:])
+                if merged[key]:
+                    if sym == syms[0]:
+                        top = tuple(sorted(syms))
+                        cases += [replace(c, source_symbol=-1, top=top) for c in here]
+                    continue
+            cases += here
     return cases
 
 
@@ -278,6 +325,8 @@ def build_program(cases: list[LookupCase], view: realtime.RealtimeTable, m: int,
     srcs: dict[tuple, list[int]] = {}
     for i, c in enumerate(cases):
         srcs.setdefault((c.p2, c.op, c.y if c.op in ("push", "replace") else -1), []).append(1 + i)
+        if c.op in ("push", "replace"):                      # source_symbol −1: any code
+            srcs.setdefault((c.p2, c.op, -1), []).append(1 + i)
     for i, c in enumerate(cases):
         row = 1 + i
         bias2 = 1                                            # ½
@@ -609,7 +658,8 @@ def _labels(cases: list[LookupCase], lay: Layout, inner: Any, view: realtime.Rea
 
     out = ["start"]
     for c in cases:
-        src = c.source + (f" {stack[c.source_symbol]!r}" if c.source_symbol >= 0 else "")
+        src = c.source + (f" {stack[c.source_symbol]!r}" if c.source_symbol >= 0 else
+                          " any" if c.source in ("push", "replace") else "")
         tops = ",".join(repr(stack[x]) for x in c.top)
         cond = "; ".join(test(t) for t in c.tests)
         out.append(f"{states[c.p]!r} {syms[c.a]!r} after {src} top∈{{{tops}}}"

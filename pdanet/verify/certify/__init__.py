@@ -6,8 +6,12 @@
   (configuration, state) pairs;
 - `dyck` — `DyckSlots` (Dyck-(k, m) Elman/LSTM): local views for machines too large to
   enumerate, else `box`;
+- `compact` — `CompactSlots` (depth-bounded DPDAs/DPDTs, compact Elman/LSTM): local views per
+  lookup unit and slot, ideal values from the machine's own table, else `box`;
 - `stack` — `ControllerMemory` (stack RNNs): exact saturation and the memory lemma;
-- `ns` — `NSChart` (NS-RNN): a bounded-length reading error.
+- `ns` — `NSChart` (NS-RNN): a bounded-length reading error;
+- `lm` — `LMUnits` (RNN language models of PFSAs): box induction, then a bound on the
+  log-probability error in nats per symbol.
 
 What they share is written once: `core` (`Certificate`, `FailingCase`, argument and pair checks,
 non-finite guards, the cap search and the kernel-model retry) and `induction` (the radius fixed

@@ -19,6 +19,7 @@ from pdanet.automata.base import Machine
 from pdanet.constructions.abstraction import (
     Abstraction,
     BufferedController,
+    CompactSlots,
     ControllerMemory,
     DyckSlots,
     NSChart,
@@ -32,6 +33,7 @@ from pdanet.verify.certify.core import Certificate, Progress, check_arguments, n
 FAMILIES: dict[type[Abstraction], str | None] = {
     RecurrentUnits: "box",          # box induction over explored (configuration, state) pairs
     DyckSlots: "dyck",              # local views when too many configurations, else box
+    CompactSlots: "compact",        # local views when too many configurations, else box
     ControllerMemory: "stack",      # exact saturation + the memory lemma
     BufferedController: None,       # several steps per symbol: checked by pn.verify only
     NSChart: "ns",                  # a length bound on the stand-in for log 0
