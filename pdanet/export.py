@@ -9,7 +9,8 @@ Two formats, chosen by the file name:
 
 The metadata says how to rebuild the network: the machine (its JSON spec from
 `pdanet.automata.io.dumps` when its kind has one, and/or the named task and parameters it came
-from), the construction (target, method), the saturation scale β as an exact rational, the dtype,
+from; a depth-bounded machine — `BoundedPDA`, `BoundedPDPDA` — as the spec or task of the machine
+it bounds plus ``machine_bound``, its ``.bounded(...)`` arguments as JSON), the construction (target, method), the saturation scale β as an exact rational, the dtype,
 and for information the bound, hidden units, margin and package version.
 
 `load_network` rebuilds the machine, recompiles the same construction at the same β and dtype
@@ -85,8 +86,14 @@ def metadata(net: Any, task: str | None = None, params: Mapping[str, Any] | None
     name = getattr(net.machine, "name", None)
     if name is not None:
         meta["machine_name"] = str(name)
+    # the machine the user compiled (a network built through a conversion, e.g. a language model
+    # through the PFSA of a bounded probabilistic DPDA, records it as ``compiled_from``)
+    source = net.compiled_from if getattr(net, "compiled_from", None) is not None else net.machine
+    machine, bound = _unbounded(source)
+    if bound is not None:
+        meta["machine_bound"] = json.dumps(bound, sort_keys=True)
     try:
-        meta["machine_spec"] = dumps(net.machine)
+        meta["machine_spec"] = dumps(machine)
     except PdanetError:
         pass  # no file format for this kind: the task reference (if any) rebuilds it
     if task is not None:
@@ -94,9 +101,43 @@ def metadata(net: Any, task: str | None = None, params: Mapping[str, Any] | None
         meta["task_params"] = json.dumps(dict(params or {}), sort_keys=True)
     if "machine_spec" not in meta and "task" not in meta:
         raise InputError(
-            f"{type(net.machine).__name__} has no machine file format, so the weight file could "
+            f"{type(machine).__name__} has no machine file format, so the weight file could "
             "not rebuild it: pass task=NAME (and params=...) naming the task it came from")
     return meta
+
+
+def _unbounded(machine: Any) -> tuple[Any, dict | None]:
+    """(the machine a depth-bounded machine bounds, its ``.bounded`` arguments), or (machine,
+    None) for any other machine."""
+    from pdanet.automata.pda import BoundedPDA
+    from pdanet.automata.probabilistic import BoundedPDPDA
+
+    if isinstance(machine, BoundedPDA):
+        return machine.machine, {"m": machine.m}
+    if isinstance(machine, BoundedPDPDA):
+        return machine.machine, {"m": machine.m, "overflow": machine.overflow}
+    return machine, None
+
+
+def _bounded(machine: Any, meta: Mapping[str, str], where: str) -> Any:
+    """`machine` bounded as the metadata field ``machine_bound`` says (unchanged without it)."""
+    if "machine_bound" not in meta:
+        return machine
+    try:
+        bound = json.loads(meta["machine_bound"])
+    except (json.JSONDecodeError, RecursionError, TypeError, ValueError) as exc:
+        raise WeightsFileError(f"{where}: metadata field 'machine_bound' is not JSON: {exc}") \
+            from None
+    if not (isinstance(bound, dict) and set(bound) <= {"m", "overflow"} and "m" in bound):
+        raise WeightsFileError(f"{where}: metadata field 'machine_bound' must be an object "
+                               f"{{\"m\": depth[, \"overflow\": ...]}}, got {bound!r}")
+    if not callable(getattr(machine, "bounded", None)):
+        raise WeightsFileError(f"{where}: metadata field 'machine_bound' bounds {machine!r}, "
+                               "which has no depth bound")
+    try:
+        return machine.bounded(**bound)
+    except (PdanetError, TypeError) as exc:
+        raise WeightsFileError(f"{where}: metadata field 'machine_bound' is bad: {exc}") from None
 
 
 def save_network(net: Any, path: str | os.PathLike, task: str | None = None,
@@ -258,13 +299,14 @@ def _machine(meta: Mapping[str, str], where: str) -> Any:
                 from None
         if machine is None:
             raise WeightsFileError(f"{where}: task {meta['task']!r} has no machine for {params}")
-        return machine
+        return _bounded(machine, meta, where)
     if "machine_spec" not in meta:
         raise WeightsFileError(f"{where}: metadata has neither 'machine_spec' nor 'task'")
     try:
-        return loads(meta["machine_spec"], source=f"{where} (machine_spec)")
+        machine = loads(meta["machine_spec"], source=f"{where} (machine_spec)")
     except PdanetError as exc:
         raise WeightsFileError(f"{where}: metadata field 'machine_spec' is bad: {exc}") from None
+    return _bounded(machine, meta, where)
 
 
 def load_network(path: str | os.PathLike) -> Any:

@@ -115,11 +115,13 @@ def test_mode_conversions_preserve_the_language(pda):
     lang = language_or_skip(pda)
     assert accepts_empty(pda) == (() in lang)
     f = to_final_state(pda)
-    assert f.acceptance == "final_state" and pda_language(f) == lang
+    # the converted machines' ε-closures are larger (a drain state, a new bottom): the simulation
+    # may hit its configuration cap where the original's did not, and then cannot decide
+    assert f.acceptance == "final_state" and language_or_skip(f) == lang
     if () in lang:
         e = to_empty_stack(pda)
-        assert e.acceptance == "empty_stack" and pda_language(e) == lang
-        assert pda_language(to_final_state(to_empty_stack(f))) == lang
+        assert e.acceptance == "empty_stack" and language_or_skip(e) == lang
+        assert language_or_skip(to_final_state(to_empty_stack(f))) == lang
     else:
         with pytest.raises(AutomatonError, match="does not accept the empty string"):
             to_empty_stack(pda)

@@ -114,12 +114,37 @@ def test_machine_from_spec_file_format(tmp_path):
 
 
 def test_machine_without_file_format_needs_a_task(tmp_path):
-    machine = pn.tasks.get("marked_reversal")
-    net = pn.compile(machine, target="ns_rnn")
+    """A store transducer (queue) has no machine file format: the task rebuilds it."""
+    net = pn.compile(pn.tasks.get("sequence_copy", vocab_size=2), target="stack_rnn")
     with pytest.raises(InputError, match="task="):
-        save_network(net, tmp_path / "ns.safetensors")
+        save_network(net, tmp_path / "q.safetensors")
+    back = load_network(save_network(net, tmp_path / "q.safetensors", task="sequence_copy",
+                                     params={"vocab_size": 2}))
+    assert same_state(back, net)
+
+
+def test_ns_network_of_a_task_round_trips(tmp_path):
+    """A DPDA compiled to ns_rnn through its weighted PDA (which has a file format)."""
+    net = pn.compile(pn.tasks.get("marked_reversal"), target="ns_rnn")
+    assert same_state(load_network(save_network(net, tmp_path / "ns.safetensors")), net)
     back = load_network(save_network(net, tmp_path / "ns.safetensors", task="marked_reversal"))
     assert same_state(back, net)
+
+
+@pytest.mark.parametrize("target", ["elman", "lstm"])
+def test_bounded_machines_round_trip(tmp_path, target):
+    """A compact network of a depth-bounded DPDA, and an LM of a bounded probabilistic DPDA:
+    the file keeps the machine it bounds and the bound."""
+    from pdanet.automata.probabilistic import marked_reversal as pdpda
+
+    for machine in (pn.tasks.get("marked_reversal").bounded(3),
+                    pdpda().bounded(2, overflow="renormalise")):
+        net = pn.compile(machine, target=target)
+        back = load_network(save_network(net, tmp_path / "b.safetensors"))
+        assert (back.compiled_from or back.machine) == machine and same_state(back, net)
+    net = pn.compile(pn.tasks.get("marked_reversal").bounded(3), target=target)
+    via_task = load_network(save_network(net, tmp_path / "t.pt", task="marked_reversal"))
+    assert via_task.machine == net.machine and same_state(via_task, net)
 
 
 # --- errors -----------------------------------------------------------------------------------
