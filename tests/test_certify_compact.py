@@ -16,12 +16,12 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import pdanet as pn
-from pdanet.automata.alphabet import BOTTOM, EPSILON
+from pdanet.automata.alphabet import BOTTOM
 from pdanet.automata.pda import DPDA
-from pdanet.automata.pdt import DPDT
 from pdanet.errors import CertificationError, InputError
 from pdanet.verify.certify import box
 from pdanet.verify.certify import compact as cc
+from tests.test_compact import random_machine as _random_machine
 
 VERIFY = {"max_length": 6, "samples": 60, "sample_lengths": (7, 20), "long_samples": 3,
           "long_length": 200}
@@ -224,38 +224,9 @@ def test_declared_roles_are_checked_not_trusted():
 
 # --- random machines ------------------------------------------------------------------------------
 
-_OPS = ("noop", "push", "pop", "replace")
-
-
 def random_machine(seed: int, n: int, G: int, k: int, kind: str, uniform: float = 0.0):
-    """A random real-time DPDA (final-state / empty-stack acceptance) or DPDT with n states, G
-    stack symbols and k input symbols (⊥ is only kept or pushed on); some moves are missing.
-    With probability ``uniform`` a (state, symbol) makes one move (operation, next state,
-    written symbol) whatever symbol of Γ is on top — what gives units for any written code."""
-    rng = np.random.default_rng(seed)
-    sigma, gamma, outs = "abc"[:k], "XYZ"[:G], "uv"
-    t: dict = {}
-    for q in range(n):
-        for a in sigma:
-            same = rng.random() < uniform
-            one = (_OPS[rng.integers(4)], int(rng.integers(n)), gamma[rng.integers(G)])
-            for x in (BOTTOM, *gamma):
-                if rng.random() < 0.1 and not (same and x is not BOTTOM):
-                    continue
-                op = _OPS[rng.integers(2)] if x is BOTTOM else _OPS[rng.integers(4)]
-                q2, y = int(rng.integers(n)), gamma[rng.integers(G)]
-                if same and x is not BOTTOM:
-                    op, q2, y = one
-                pushed = {"noop": (x,), "push": (y, x), "pop": (), "replace": (y,)}[op]
-                if kind == "dpdt":
-                    t[(q, a, x)] = (q2, (EPSILON, *outs)[rng.integers(3)], pushed)
-                else:
-                    t[(q, a, x)] = (q2, pushed)
-    if kind == "dpdt":
-        return DPDT(range(n), sigma, outs, gamma, t, 0, name=f"random_dpdt_{seed}")
-    acc = {q for q in range(n) if rng.random() < 0.5} if kind == "final_state" else ()
-    return DPDA(range(n), sigma, gamma, t, 0, accepting=acc, acceptance=kind,
-                name=f"random_dpda_{seed}")
+    """`tests.test_compact.random_machine` with stack symbols XYZ, one move in ten missing."""
+    return _random_machine(seed, n, G, k, kind, uniform=uniform, missing=0.1, gamma="XYZ")
 
 
 machines = st.builds(random_machine, st.integers(0, 2**32 - 1), st.integers(1, 4),

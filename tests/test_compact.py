@@ -102,19 +102,27 @@ def test_floor_without_enumeration_at_large_depth():
 OPS = ("noop", "push", "pop", "replace")
 
 
-def random_machine(seed: int, n: int, G: int, k: int, kind: str):
+def random_machine(seed: int, n: int, G: int, k: int, kind: str, uniform: float = 0.0,
+                   missing: float = 1 / 12, gamma: str = "XYZW"):
     """A random real-time DPDA (kind "final_state" / "empty_stack") or DPDT ("dpdt") with n
-    states, G stack symbols and k input symbols; about one transition in twelve is missing."""
+    states, G stack symbols and k input symbols (⊥ is only kept or pushed on); a move is missing
+    with probability ``missing``. With probability ``uniform`` a (state, symbol) makes one move
+    (operation, next state, written symbol) whatever symbol of Γ is on top — what gives lookup
+    units for any written code."""
     rng = np.random.default_rng(seed)
-    sigma, gamma, outs = "abc"[:k], "XYZW"[:G], "uv"
+    sigma, gamma, outs = "abc"[:k], gamma[:G], "uv"
     t: dict = {}
     for q in range(n):
         for a in sigma:
+            same = rng.random() < uniform
+            one = (OPS[rng.integers(4)], int(rng.integers(n)), gamma[rng.integers(G)])
             for x in (BOTTOM, *gamma):
-                if rng.random() < 1 / 12:
+                if rng.random() < missing and not (same and x is not BOTTOM):
                     continue
                 op = OPS[rng.integers(2)] if x is BOTTOM else OPS[rng.integers(4)]
                 q2, y = int(rng.integers(n)), gamma[rng.integers(G)]
+                if same and x is not BOTTOM:
+                    op, q2, y = one
                 pushed = {"noop": (x,), "push": (y, x), "pop": (), "replace": (y,)}[op]
                 if kind == "dpdt":
                     t[(q, a, x)] = (q2, (EPSILON, *outs)[rng.integers(3)], pushed)

@@ -173,19 +173,10 @@ def save(machine: Any, path: str | os.PathLike) -> None:
 
 
 def _rows_dumps(d: dict) -> str:
-    """JSON text with one top-level field per line and one transition per line."""
-    def one(v: Any) -> str:
-        return json.dumps(v, ensure_ascii=False, allow_nan=False)
+    """JSON text: `pdanet.automata.spec.format_json`."""
+    from pdanet.automata.spec import format_json
 
-    lines = []
-    for key, value in d.items():
-        if key == "transitions":
-            inner = ",\n".join(f"    {one(row)}" for row in value)
-            text = f"[\n{inner}\n  ]" if value else "[]"
-        else:
-            text = one(value)
-        lines.append(f"  {one(key)}: {text}")
-    return "{\n" + ",\n".join(lines) + "\n}\n"
+    return format_json(d, allow_nan=False)
 
 
 def _weight_text(sr: srm.Semiring, w: Any, where: str) -> bool | str | float:
@@ -549,7 +540,7 @@ def _probability(r: _Reader, value: Any, path: str) -> Fraction | float:
     if isinstance(value, int) and not isinstance(value, bool):
         return Fraction(value)
     if isinstance(value, str) and _FRACTION.fullmatch(value.strip()):
-        num, _, den = value.strip().partition("/")
+        _, _, den = value.strip().partition("/")
         if den and int(den) == 0:
             r.fail(path, f"the probability {value!r} divides by zero")
         return Fraction(value.strip())

@@ -29,7 +29,6 @@ conditioned on staying within depth m, locally at each configuration).
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
 import os
@@ -120,19 +119,10 @@ def _float_rows(rows: np.ndarray) -> np.ndarray:
 
 
 def _dumps(d: dict) -> str:
-    """JSON text with one top-level field per line and one row per line in list fields."""
-    def one(v: Any) -> str:
-        return json.dumps(v, ensure_ascii=False)
+    """JSON text: `pdanet.automata.spec.format_json`."""
+    from pdanet.automata.spec import format_json
 
-    lines = []
-    for key, value in d.items():
-        if key in ("transitions", "final"):
-            inner = ",\n".join(f"    {one(row)}" for row in value)
-            text = f"[\n{inner}\n  ]" if value else "[]"
-        else:
-            text = one(value)
-        lines.append(f"  {one(key)}: {text}")
-    return "{\n" + ",\n".join(lines) + "\n}\n"
+    return format_json(d)
 
 
 class _LanguageModel(Machine):

@@ -175,23 +175,27 @@ def to_dict(machine: Any, kind: str | None) -> dict:
     return d
 
 
-def dumps(machine: Any, kind: str | None) -> str:
-    """The machine as JSON text (UTF-8, ε and ⊥ written as such): one top-level field per line,
-    one transition per line."""
-    d = to_dict(machine, kind)
-
+def format_json(d: dict, allow_nan: bool = True) -> str:
+    """A machine's dict as JSON text (UTF-8, ε and ⊥ written as such): one top-level field per
+    line, and one row per line in its list-of-rows fields (``transitions``, ``final``)."""
     def one(v: Any) -> str:
-        return json.dumps(v, ensure_ascii=False)
+        return json.dumps(v, ensure_ascii=False, allow_nan=allow_nan)
 
     lines = []
     for key, value in d.items():
-        if key == "transitions":
+        if key in ("transitions", "final") and isinstance(value, list):
             inner = ",\n".join(f"    {one(row)}" for row in value)
             text = f"[\n{inner}\n  ]" if value else "[]"
         else:
             text = one(value)
         lines.append(f"  {one(key)}: {text}")
     return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
+def dumps(machine: Any, kind: str | None) -> str:
+    """The machine as JSON text (UTF-8, ε and ⊥ written as such): one top-level field per line,
+    one transition per line."""
+    return format_json(to_dict(machine, kind))
 
 
 def save(machine: Any, path: str | os.PathLike, kind: str | None) -> None:

@@ -398,44 +398,14 @@ def remove_epsilon(m: WeightedPDA, semiring: srm.Semiring | str | None = None,
 
 
 def _sccs(nodes: list, succ: dict) -> list:
-    """Strongly connected components of a graph in topological order (Tarjan, iterative)."""
-    index: dict = {}
-    low: dict = {}
-    on: set = set()
-    stack: list = []
-    out: list = []
-    for root in nodes:
-        if root in index:
-            continue
-        work = [(root, iter(succ.get(root, ())))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on.add(root)
-        while work:
-            v, it = work[-1]
-            for w in it:
-                if w not in index:
-                    index[w] = low[w] = len(index)
-                    stack.append(w)
-                    on.add(w)
-                    work.append((w, iter(succ.get(w, ()))))
-                    break
-                if w in on:
-                    low[v] = min(low[v], index[w])
-            else:
-                work.pop()
-                if work:
-                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
-                if low[v] == index[v]:
-                    comp = []
-                    while True:
-                        w = stack.pop()
-                        on.discard(w)
-                        comp.append(w)
-                        if w == v:
-                            break
-                    out.append(comp)
-    return out[::-1]
+    """Strongly connected components of a graph in topological order (networkx's condensation)."""
+    import networkx as nx
+
+    g = nx.DiGraph()
+    g.add_nodes_from(nodes)
+    g.add_edges_from((v, w) for v in nodes for w in succ.get(v, ()))
+    dag = nx.condensation(g)
+    return [list(dag.nodes[c]["members"]) for c in nx.topological_sort(dag)]
 
 
 def string_weight(m: WeightedPDA, string: Any, semiring: srm.Semiring | str | None = None,
