@@ -438,3 +438,60 @@ def test_merged_units_brute_force():
 @given(machines, st.integers(1, 5))
 def test_random_machines_merged_units(machine, m):
     _merged_semantics(machine, m)
+
+
+# --- large networks: weights written in place --------------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["elman", "lstm"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+def test_large_network_floats_are_the_exact_weights(target, dtype):
+    """Above 2048 units the module is filled in place; every parameter is still exactly
+    ``ExactWeight.to_float`` of its block (the values `load_exact` would set)."""
+    import torch
+
+    bounded = pn.tasks.get("marked_reversal").bounded(700)
+    net = compact.compile_compact(bounded, target, getattr(torch, dtype))
+    assert net.hidden_units > 2048
+    state = net.module.state_dict()
+    assert set(state) == set(net.weights)
+    for name, w in net.weights.items():
+        want = w.to_float(net.scale, getattr(torch, dtype))
+        assert state[name].dtype == want.dtype
+        assert torch.equal(state[name], want.reshape(state[name].shape)), name
+    assert all(p.requires_grad for p in net.module.parameters())
+
+
+def test_large_network_overflow_is_refused():
+    import torch
+
+    bounded = pn.tasks.get("marked_reversal").bounded(700)
+    with pytest.raises(InputError, match="overflows float16"):
+        compact.compile_compact(bounded, "elman", torch.float16, scale=10**6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(["int8", "int16", "int64"]), st.integers(1, 5), st.integers(1, 70),
+       st.integers(-3000, 3000), st.integers(1, 9), st.booleans(),
+       st.sampled_from(["float16", "bfloat16", "float32", "float64"]), st.integers(0, 2**31))
+def test_fill_equals_to_float(idt, rows, cols, span, denom, scaled, dtype, seed):
+    """`compact._fill` writes `ExactWeight.to_float` (fast path or not) or refuses overflow."""
+    import sympy as sp
+    import torch
+
+    from pdanet.constructions.base import ExactWeight
+
+    rng = np.random.default_rng(seed)
+    hi = min(abs(span), np.iinfo(idt).max)
+    numer = rng.integers(-hi, hi + 1, size=(rows, cols)).astype(idt)
+    w = ExactWeight(numer, denom, scaled)
+    beta = sp.Rational(int(rng.integers(1, 10**6)), int(rng.integers(1, 50)))
+    tdt = getattr(torch, dtype)
+    want = w.to_float(beta, tdt)
+    out = torch.empty(rows, cols, dtype=tdt)
+    if not bool(torch.isfinite(want).all()):
+        with pytest.raises(InputError, match="overflows"):
+            compact._fill(out, w, beta, tdt, "block")
+        return
+    compact._fill(out, w, beta, tdt, "block")
+    assert torch.equal(out, want)

@@ -60,7 +60,10 @@ h = tanh(c) ≈ ±tanh 1, read through ρ ≈ 1/tanh 1), as `pdanet.construction
 saturated Elman network; the same units, four times the recurrent weights.
 
 Exact weights are integers over small denominators (times β); β comes from the margin argument
-written into ``scale_argument`` (option ``scale`` overrides it).
+written into ``scale_argument`` (option ``scale`` overrides it). Nothing here is a fraction that
+shrinks with depth (each slot holds bits, each weight is a small integer times β), so the depth m
+meets no floating-point precision limit in any dtype; what bounds m is memory (the recurrence is
+dense: H² weights, 4H² for the LSTM), checked against `pdanet.limits` before anything is allocated.
 """
 
 from __future__ import annotations
@@ -327,11 +330,17 @@ def build_program(cases: list[LookupCase], view: realtime.RealtimeTable, m: int,
         srcs.setdefault((c.p2, c.op, c.y if c.op in ("push", "replace") else -1), []).append(1 + i)
         if c.op in ("push", "replace"):                      # source_symbol −1: any code
             srcs.setdefault((c.p2, c.op, -1), []).append(1 + i)
+    gated: dict[tuple | None, list[int]] = {}                # gate key -> rows gated by it
+    for i, c in enumerate(cases):
+        key = None if c.source == "start" else (c.p, c.source, c.source_symbol)
+        gated.setdefault(key, []).append(1 + i)
+    for key, rows_ in gated.items():                         # −D(1 − Σ gate): distinct rows and
+        gate = [0] if key is None else srcs.get(key, [])    # columns, so one += per gate
+        if gate:
+            A[np.ix_(rows_, gate)] += D
     for i, c in enumerate(cases):
         row = 1 + i
         bias2 = 1                                            # ½
-        gate = [0] if c.source == "start" else srcs.get((c.p, c.source, c.source_symbol), [])
-        A[row, gate] += D                                    # −D(1 − Σ gate)
         bias2 -= 2 * D
         U[row, c.a] += D                                     # −D(1 − x_a)
         bias2 -= 2 * D
@@ -368,8 +377,10 @@ def build_program(cases: list[LookupCase], view: realtime.RealtimeTable, m: int,
             first = 1
         fl = {"push": flag["push"], "pop": flag["pop"],
               "keep": np.concatenate([flag["noop"], flag["replace"]])}[copy]
-        if fl.size and first < m:
-            A[np.ix_(rows[first:].ravel(), fl)] = 1
+        if fl.size and first < m and lay.d:                  # rows[first:]: one range of
+            template = np.zeros(H, A.dtype)                  # rows, all zero so far
+            template[fl] = 1
+            A[rows[first, 0]:rows[-1, -1] + 1] = template
         src = slots + {"push": -1, "pop": 1, "keep": 0}[copy]
         ok = (src >= 0) & (src < m)                          # (push: slot 1 has no source)
         if ok.any():                                         # s_{src, j} = Σ_c cells
@@ -585,33 +596,62 @@ def compile_compact(machine: BoundedPDA, target: str = "elman",
 def _load(weights: dict[str, ExactWeight], beta: Any, dtype: torch.dtype, cell: str, K: int,
           H: int, n_logits: int) -> RecurrentNet:
     """The float module: as `load_exact` for small networks; for a large one the same float
-    values (`ExactWeight.to_float`, a block of rows at a time), checked for overflow from the
-    exact values (max |numerator|·β/denominator) instead of by scanning the float tensors."""
+    values (`ExactWeight.to_float`) written straight into the parameters of a module built
+    without initialisation (no random init, no second float copy of each block)."""
     if H * H <= 1 << 22:
         return load_exact(RecurrentNet(cell, K, K, H, n_logits), weights, beta, dtype)
-    top = torch.finfo(dtype).max
-    for name, w in weights.items():
-        biggest = Fraction(int(np.abs(w.numer).max(initial=0)), w.denom)
-        if w.scaled:
-            biggest *= Fraction(str(beta))
-        if biggest > top:
-            raise InputError(f"weight block {name!r} overflows {dtype} at scale β = {beta}: use "
-                             "a smaller scale or a wider dtype such as float64")
-    module = RecurrentNet(cell, K, K, H, n_logits).to(dtype)
-    floats = {}
-    for name, w in weights.items():   # the values of `ExactWeight.to_float`, a block of rows at
-        if w.numer.ndim < 2 or w.numer.dtype == object:          # a time (less memory)
-            floats[name] = w.to_float(beta, dtype)
-            continue
-        out = torch.empty(w.numer.shape, dtype=dtype)
-        factor = (float(beta) if w.scaled else 1.0) / w.denom
-        for i in range(0, w.numer.shape[0], 1024):
-            out[i:i + 1024] = torch.from_numpy(w.numer[i:i + 1024].astype(np.float64) * factor)
-        floats[name] = out
-    module.load_state_dict(floats, strict=True)
+    with torch.device("meta"):
+        module = RecurrentNet(cell, K, K, H, n_logits)
+    module = module.to(dtype).to_empty(device="cpu")
+    params = dict(module.named_parameters())
+    if set(params) != set(weights) or set(module.state_dict()) != set(weights):
+        raise CompileError(f"exact weights do not cover the module: missing "
+                           f"{sorted(set(params) - set(weights))}, extra "
+                           f"{sorted(set(weights) - set(params))}")
+    with torch.no_grad():
+        for name, w in weights.items():
+            _fill(params[name], w, beta, dtype, name)
     for p in module.parameters():
         p.requires_grad_(True)
     return module
+
+
+def _fill(out: torch.Tensor, w: ExactWeight, beta: Any, dtype: torch.dtype, name: str) -> None:
+    """Write ``w.to_float(beta, dtype)`` into ``out`` in place. For integer numerators every
+    value from min to max of w.numer is first converted both ways — as `to_float` does (float64
+    product, rounded once to ``dtype``) and as the fast path does (converted to ``dtype``, then
+    multiplied in ``dtype``) — and the fast path is used only when the two agree on every such
+    value (hence on every entry); otherwise the float64 product, a block of rows at a time.
+    InputError when a value overflows ``dtype``."""
+    overflow = InputError(f"weight block {name!r} overflows {str(dtype).replace('torch.', '')} "
+                          f"at scale β = {beta}: use a smaller scale or a wider dtype such as "
+                          "float64")
+    numer = w.numer
+    if numer.dtype == object or numer.size == 0:
+        values = w.to_float(beta, dtype)
+        if not bool(torch.isfinite(values).all()):
+            raise overflow
+        out.copy_(values.reshape(out.shape))
+        return
+    factor = (float(beta) if w.scaled else 1.0) / w.denom
+    lo, hi = int(numer.min()), int(numer.max())
+    if hi - lo < 1 << 16:
+        vals = np.resize(np.arange(lo, hi + 1, dtype=numer.dtype), max(hi - lo + 1, 64))
+        exact = torch.as_tensor(vals.astype(np.float64) * factor, dtype=dtype)
+        if not bool(torch.isfinite(exact).all()):
+            raise overflow
+        fast = torch.empty(len(vals), dtype=dtype)
+        fast.copy_(torch.from_numpy(vals)).mul_(factor)      # the fast path, on every value
+        if torch.equal(fast, exact):
+            out.copy_(torch.from_numpy(numer).reshape(out.shape)).mul_(factor)
+            return
+    flat = out.reshape(len(out), -1) if out.ndim else out.reshape(1)
+    rows = numer.reshape(len(flat), -1)
+    for i in range(0, len(rows), 1024):
+        block = torch.as_tensor(rows[i:i + 1024].astype(np.float64) * factor, dtype=dtype)
+        if not bool(torch.isfinite(block).all()):
+            raise overflow
+        flat[i:i + 1024] = block
 
 
 def _reader(transducer: bool) -> Callable[[np.ndarray], np.ndarray]:
