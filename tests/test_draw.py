@@ -260,3 +260,15 @@ def test_store_transducer_draw():
     m = tasks.get("sequence_copy", vocab_size=2)
     src = draw(m).source
     assert "s0 : #, ⊥ → push s0" in src and "# : s0, s0 → pop" in src
+
+
+def test_dyck_schematic_has_bounded_size_for_any_depth():
+    """Dyck-(10⁹, 10⁹): the configuration count is never built and the schematic elides the
+    middle depths (drawing it once hung on Σ kⁱ)."""
+    m = DyckKM(10**9, 10**9)
+    assert m.configs_exceed(10**6)
+    source = draw(m).source
+    assert "…" in source and f"depth {10**9}" in source and len(source) < 5000
+    for k, depth in ((1, 5), (2, 3), (3, 2)):
+        small = DyckKM(k, depth)
+        assert all(small.configs_exceed(n) == (small.num_configs > n) for n in range(40))

@@ -137,8 +137,21 @@ class DyckKM(Machine):
 
     @property
     def num_configs(self) -> int:
-        """Σ_{i=0..m} kⁱ reachable live configurations."""
+        """Σ_{i=0..m} kⁱ reachable live configurations (an exact integer: for huge k and m ask
+        `configs_exceed` instead, which never builds it)."""
         return sum(self.k**i for i in range(self.m + 1))
+
+    def configs_exceed(self, n: int) -> bool:
+        """Whether Σ_{i=0..m} kⁱ > n, in O(log n) steps whatever k and m are."""
+        if self.k == 1:
+            return self.m + 1 > n
+        total, term = 0, 1
+        for _ in range(self.m + 1):
+            total += term
+            if total > n:
+                return True
+            term *= self.k
+        return False
 
     # protocol ----------------------------------------------------------------------------------
     def initial(self) -> DyckConfig:

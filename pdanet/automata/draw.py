@@ -29,6 +29,7 @@ brackets, bottom first). Larger instances are drawn as a schematic with one node
 
 from __future__ import annotations
 
+import itertools
 import shutil
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
@@ -235,15 +236,24 @@ def _dyck_graph(m: DyckKM) -> StateGraph:
                       tuple(rows), labels)
 
 
+SCHEMATIC_DEPTHS = 8  # a deeper Dyck-(k, m) schematic shows depths 0–3 and m − 1, m, and "…"
+
+
 def _dyck_schematic(m: DyckKM) -> StateGraph:
+    """One node per stack depth; for m > `SCHEMATIC_DEPTHS` the middle depths are one "…" node,
+    so the drawing has a bounded size whatever m is."""
+    if m.m <= SCHEMATIC_DEPTHS:
+        nodes: list = list(range(m.m + 1))
+    else:
+        nodes = [0, 1, 2, 3, "…", m.m - 1, m.m]
     rows = []
-    for d in range(m.m):
-        top = "⊥" if d == 0 else "X"
-        rows.append(Transition(d, d + 1, f"(ᵢ, {top} → (ᵢ{top}   (i = 0…{m.k - 1})", ()))
-        rows.append(Transition(d + 1, d, ")ᵢ, (ᵢ → ε", ()))
-    labels = tuple((d, f"depth {d}") for d in range(m.m + 1))
+    for a, b in itertools.pairwise(nodes):
+        top = "⊥" if a == 0 else "X"
+        rows.append(Transition(a, b, f"(ᵢ, {top} → (ᵢ{top}   (i = 0…{m.k - 1})", ()))
+        rows.append(Transition(b, a, ")ᵢ, (ᵢ → ε", ()))
+    labels = tuple((d, "…" if d == "…" else f"depth {d}") for d in nodes)
     return StateGraph(f"Dyck-({m.k}, {m.m}) schematic: one node per stack depth", "dyck",
-                      tuple(range(m.m + 1)), (0,), frozenset({0}), tuple(rows), labels, True)
+                      tuple(nodes), (0,), frozenset({0}), tuple(rows), labels, True)
 
 
 def state_graph(machine: Any, max_configs: int = MAX_DYCK_CONFIGS) -> StateGraph:
@@ -259,7 +269,7 @@ def state_graph(machine: Any, max_configs: int = MAX_DYCK_CONFIGS) -> StateGraph
     hint = ("draw a smaller machine (e.g. its .minimize() or .trim()), or read its "
             "transition table instead of a diagram")
     if kind == "dyck":
-        if machine.num_configs <= max_configs:
+        if not machine.configs_exceed(max_configs):
             limits.check(f"drawing {machine!r}", machine.num_configs, "max_states", hint=hint)
             return _dyck_graph(machine)
         return _dyck_schematic(machine)
@@ -338,9 +348,9 @@ def to_networkx(machine: Any, max_configs: int = MAX_DYCK_CONFIGS) -> nx.MultiDi
     transition's fields: ``symbol``, and where present ``output``, ``pop``, ``push``; for weighted
     machines ``top``, ``op``, ``operand`` and ``weight``).
     Graph attributes: ``kind`` and ``name``."""
-    if isinstance(machine, DyckKM) and machine.num_configs > max_configs:
+    if isinstance(machine, DyckKM) and machine.configs_exceed(max_configs):
         raise InputError(
-            f"Dyck-({machine.k}, {machine.m}) has {machine.num_configs} configurations, more than "
+            f"Dyck-({machine.k}, {machine.m}) has more configurations than "
             f"max_configs={max_configs}; raise max_configs to build the full configuration graph, "
             "or use draw() for a schematic"
         )

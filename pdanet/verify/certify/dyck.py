@@ -716,7 +716,7 @@ def uses_structural(machine: Machine, net: CompiledNetwork, max_configs: int) ->
     """Dyck-(k, m) networks (`DyckSlots`) with more (configuration, symbol) cases than
     `max_configs` are certified structurally, never by enumeration."""
     return (isinstance(machine, DyckKM) and isinstance(net.abstraction, DyckSlots)
-            and machine.num_configs * len(machine.alphabet) > max_configs)
+            and machine.configs_exceed(max_configs // max(1, len(machine.alphabet))))
 
 
 def _structural(machine: DyckKM, net: CompiledNetwork, dtype: torch.dtype | None, kernel: str,
