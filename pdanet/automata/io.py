@@ -53,7 +53,7 @@ import os
 import re
 import xml.etree.ElementTree as ET
 import xml.parsers.expat
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, NoReturn
@@ -492,20 +492,7 @@ def _read_pushdown(r: _Reader, d: dict, name: str | None) -> Any:
     trans: dict = {}
     first: dict = {}
     for p, row in _rows(r, d, fields):
-        q = r.member(row["source"], f"{p}.source", states, "state")
-        x = r.member(row["symbol"], f"{p}.symbol", alphabet, "input symbol", eps=True)
-        s = r.member(row["pop"], f"{p}.pop", stack, "stack symbol", bottom=True)
-        t = r.member(row["target"], f"{p}.target", states, "state")
-        push = r.list(row["push"], f"{p}.push")
-        gamma = tuple(r.member(g, f"{p}.push[{j}]", stack, "stack symbol", bottom=True)
-                      for j, g in enumerate(push))
-        for j, g in enumerate(gamma):
-            if g is BOTTOM and not (s is BOTTOM and j == len(gamma) - 1):
-                r.fail(f"{p}.push[{j}]", "⊥ may only be pushed back as the last symbol by a "
-                       "transition that pops ⊥")
-        if s is BOTTOM and (not gamma or gamma[-1] is not BOTTOM):
-            r.fail(f"{p}.push", "a transition that pops ⊥ must push it back as the last symbol "
-                   "(⊥ never leaves the stack): e.g. [\"A\", \"⊥\"] or [\"⊥\"]")
+        q, x, s, t, gamma = _pushdown_move(r, p, row, states, alphabet, stack)
         key = (q, x, s)
         if kind == "pda":
             trans.setdefault(key, set()).add((t, gamma))
@@ -607,13 +594,7 @@ def _read_pdpda(r: _Reader, d: dict, name: str | None) -> ProbabilisticDPDA:
     trans: dict = {}
     first: dict = {}
     for p, row in _rows(r, d, ("source", "symbol", "pop", "target", "push", "probability")):
-        q = r.member(row["source"], f"{p}.source", states, "state")
-        a = r.member(row["symbol"], f"{p}.symbol", alphabet, "input symbol", eps=True)
-        x = r.member(row["pop"], f"{p}.pop", stack, "stack symbol", bottom=True)
-        t = r.member(row["target"], f"{p}.target", states, "state")
-        push = r.list(row["push"], f"{p}.push")
-        gamma = tuple(r.member(g, f"{p}.push[{j}]", stack, "stack symbol", bottom=True)
-                      for j, g in enumerate(push))
+        q, a, x, t, gamma = _pushdown_move(r, p, row, states, alphabet, stack)
         if (q, a, x) in trans:
             r.fail(p, f"second transition on (state {q!r}, input {symbol_str(a)}, top "
                    f"{symbol_str(x)}) (first at {first[(q, a, x)]}); a ProbabilisticDPDA is "
@@ -621,6 +602,28 @@ def _read_pdpda(r: _Reader, d: dict, name: str | None) -> ProbabilisticDPDA:
         first[(q, a, x)] = p
         trans[(q, a, x)] = (t, gamma, _probability(r, row["probability"], f"{p}.probability"))
     return ProbabilisticDPDA(states, alphabet, stack, trans, start, final, name=name)
+
+
+def _pushdown_move(r: _Reader, p: str, row: Mapping, states: Any, alphabet: Any, stack: Any
+                   ) -> tuple[Any, Any, Any, Any, tuple]:
+    """(source, input symbol or ε, popped top, target, pushed string top first) of the pushdown
+    transition row at path `p`; ⊥ may be pushed only back, as the last symbol, by a move that
+    pops it (`DPDA`'s convention), else SpecError at the offending field."""
+    q = r.member(row["source"], f"{p}.source", states, "state")
+    a = r.member(row["symbol"], f"{p}.symbol", alphabet, "input symbol", eps=True)
+    x = r.member(row["pop"], f"{p}.pop", stack, "stack symbol", bottom=True)
+    t = r.member(row["target"], f"{p}.target", states, "state")
+    push = r.list(row["push"], f"{p}.push")
+    gamma = tuple(r.member(g, f"{p}.push[{j}]", stack, "stack symbol", bottom=True)
+                  for j, g in enumerate(push))
+    for j, g in enumerate(gamma):
+        if g is BOTTOM and not (x is BOTTOM and j == len(gamma) - 1):
+            r.fail(f"{p}.push[{j}]", "⊥ may only be pushed back as the last symbol by a "
+                   "transition that pops ⊥")
+    if x is BOTTOM and (not gamma or gamma[-1] is not BOTTOM):
+        r.fail(f"{p}.push", "a transition that pops ⊥ must push it back as the last symbol "
+               "(⊥ never leaves the stack): e.g. [\"A\", \"⊥\"] or [\"⊥\"]")
+    return q, a, x, t, gamma
 
 
 def _weight(r: _Reader, sr: srm.Semiring, value: Any, path: str, where: str) -> Any:

@@ -421,6 +421,8 @@ def compile(machine: Machine, target: str = "lstm", method: str | None = None,
             dtype: torch.dtype = torch.float32, **options) -> CompiledNetwork:
     """Compile `machine` into a network for `target` ("elman", "lstm", "second_order",
     "stack_rnn", "ns_rnn", …) with construction `method` (the target's default when None).
+    ``model=`` names a source paper's model (e.g. "grefenstette_lstm" for target "stack_rnn"):
+    it is the method that builds weights for exactly that module (`pdanet.models`).
 
     ``dtype`` is a floating torch dtype or its name ("float32", "float64", "float16",
     "bfloat16"). Options are validated before compiling (`check_options`): ``scale`` finite and
@@ -430,6 +432,12 @@ def compile(machine: Machine, target: str = "lstm", method: str | None = None,
     weight is built.
     """
     dtype = as_dtype(dtype)
+    if "model" in options:
+        model = options.pop("model")
+        if method is not None and method != model:
+            raise InputError(f"model={model!r} and method={method!r} disagree: a paper model is "
+                             "the method of its target, give one of them")
+        method = model
     for name, value in (("target", target), ("method", method)):
         if value is not None and not isinstance(value, str):
             raise InputError(f"{name}={value!r} must be a string such as 'lstm'")
