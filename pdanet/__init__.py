@@ -67,6 +67,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "load_network": ("pdanet.export", "load_network"),
     "save_network": ("pdanet.export", "save_network"),
     "initialize": ("pdanet.learning.init", "initialize"),
+    "weight_tolerance": ("pdanet.learning.init", "weight_tolerance"),
     "bounds": ("pdanet.verify.bounds", ""),
     "verify": ("pdanet.verify.lockstep", "verify"),
     "VerifyOptions": ("pdanet.verify.lockstep", "VerifyOptions"),
@@ -125,6 +126,7 @@ __all__ = [
     "to_final_state",
     "to_networkx",
     "verify",
+    "weight_tolerance",
     "wpda_allsum",
     "wpda_to_wcfg",
 ]

@@ -128,11 +128,11 @@ def test_scale_rebuilds_the_weights(compiled):
         net.module.rnn.weight_hh_l0.detach().abs().max())
 
 
-def test_noise_is_relative_seeded_and_only_on_the_compiled_block(compiled):
+def test_peak_noise_is_relative_seeded_and_only_on_the_compiled_block(compiled):
     net = compiled[(2, 4, "lstm", "hewitt")]
     clean = initialize(LearnerRNN.like(net), net, seed=0)
-    a = initialize(LearnerRNN.like(net), net, noise=0.1, seed=3)
-    b = initialize(LearnerRNN.like(net), net, noise=0.1, seed=3)
+    a = initialize(LearnerRNN.like(net), net, peak_noise=0.1, seed=3)
+    b = initialize(LearnerRNN.like(net), net, peak_noise=0.1, seed=3)
     assert torch.equal(a.rnn.weight_hh_l0, b.rnn.weight_hh_l0)
     diff = (a.rnn.weight_hh_l0 - clean.rnn.weight_hh_l0).detach().double()
     peak = float(clean.rnn.weight_hh_l0.detach().abs().max())
@@ -303,12 +303,17 @@ def test_experiment_compiled_init_without_noise_stays_perfect():
                            epochs=2, seed=0)
     by = {(r["init"], r["noise"]): r for r in rows}
     assert set(by) == {("random", None), ("compiled", 0.0), ("compiled", 0.5)}
-    exact = by[("compiled", 0.0)]
-    assert exact["test_len"] == 12
-    assert exact["test_accuracy_before"] == 1.0
-    assert exact["test_accuracy"] == 1.0 and exact["test_sequence_accuracy"] == 1.0
-    assert exact["test_bracket_accuracy"] == 1.0
-    assert by[("compiled", 0.5)]["test_accuracy_before"] < 1.0
+    for noise in (0.0, 0.5):              # 0.5: half the certified tolerance, still exact
+        exact = by[("compiled", noise)]
+        assert exact["test_len"] == 12 and exact["noise_scale"] == "tolerance"
+        assert exact["test_accuracy_before"] == 1.0
+        assert exact["test_accuracy"] == 1.0 and exact["test_sequence_accuracy"] == 1.0
+        assert exact["test_bracket_accuracy"] == 1.0
+    peak = init_experiment(2, 2, noises=(0.5,), train_len=6, n_train=32, n_test=16, epochs=1,
+                           seed=0, random_init=False, noise_scale="peak")
+    assert peak[0]["test_accuracy_before"] < 1.0 and peak[0]["noise_scale"] == "peak"
+    with pytest.raises(InputError, match="noise_scale"):
+        init_experiment(2, 2, noises=(0.5,), noise_scale="max")
 
 
 # --- trained models checked against the machine ------------------------------------------------

@@ -561,7 +561,8 @@ def _weights(plan: _Plan, codes: np.ndarray, linear: bool) -> tuple[dict, int]:
 # --- decoding ------------------------------------------------------------------------------------
 def _control_tables(plan: _Plan, H: int, linear: bool):
     """The controller-state reader shared by both decoders: ``control(states)`` gives the
-    controller state c of each (B, T+1) position from its one active unit (−1: none, dead), and
+    controller state c of each (B, T+1) position from its most active unit (−1: none positive,
+    dead), and
     the tables ``q_of[c]`` (machine state) and ``held_of[c]`` (the top held in mode H_X, or −1)."""
     v = plan.view
     C = v.Q * plan.modes
@@ -575,11 +576,17 @@ def _control_tables(plan: _Plan, H: int, linear: bool):
     held_of = np.array([plan.mode_of(c) - 1 if 0 < plan.mode_of(c) <= v.G else -1
                         for c in range(C)] + [-1], dtype=np.int64)
 
+    c_of_unit = target.argmax(1)          # the controller state each unit stands for
+
     def control(states: np.ndarray) -> np.ndarray:
+        """Nearest configuration: the ideal states are one unit at +1 (the rest −1) or all −1
+        (dead), so the nearest is the most active unit's state when it is positive, else dead.
+        NaN counts as not positive."""
         if linear:
             return np.full(states.shape[:2], plan.c0, dtype=np.int64)
-        hits = (states[..., :H] > 0).astype(np.float32) @ target
-        return np.where(hits.max(-1) > 0.5, hits.argmax(-1), -1)
+        h = np.nan_to_num(np.asarray(states[..., :H], dtype=np.float64), nan=-np.inf)
+        j = h.argmax(-1)
+        return np.where(np.take_along_axis(h, j[..., None], -1)[..., 0] > 0, c_of_unit[j], -1)
 
     return control, q_of, held_of
 

@@ -4,13 +4,20 @@
 
 from pdanet.learning import metrics
 from pdanet.learning.data import SequenceDataset, dataset, train_test_split_by_length
-from pdanet.learning.init import LearnerRNN, initialize
+from pdanet.learning.init import (
+    LearnerRNN,
+    WeightTolerance,
+    initialize,
+    stack_learner,
+    weight_tolerance,
+)
 from pdanet.learning.train import evaluate, fit, format_rows, init_experiment, masked_loss
 from pdanet.learning.trained import as_network
 
 __all__ = [
            "LearnerRNN",
            "SequenceDataset",
+           "WeightTolerance",
            "as_network",
            "dataset",
            "evaluate",
@@ -19,6 +26,8 @@ __all__ = [
            "init_experiment",
            "initialize",
            "masked_loss",
+           "stack_learner",
            "metrics",
            "train_test_split_by_length",
+           "weight_tolerance",
 ]

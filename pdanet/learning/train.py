@@ -20,7 +20,7 @@ from torch.utils.data import DataLoader
 from pdanet.errors import InputError
 from pdanet.learning import metrics
 from pdanet.learning.data import SequenceDataset, dataset
-from pdanet.learning.init import LearnerRNN, initialize
+from pdanet.learning.init import LearnerRNN, initialize, weight_tolerance
 
 
 def _logits(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
@@ -43,11 +43,15 @@ def masked_loss(logits: torch.Tensor, targets: torch.Tensor, kind: str) -> torch
 
 def fit(model: nn.Module, train: SequenceDataset, epochs: int = 10, lr: float = 1e-2,
         batch_size: int = 32, loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-        | None = None, seed: int = 0, clip: float | None = 1.0) -> list[dict[str, float]]:
+        | None = None, seed: int = 0, clip: float | None = 1.0, max_steps: int | None = None,
+        freeze: Iterable[str] = ()) -> list[dict[str, float]]:
     """Train `model` in place with Adam on `train`; returns one row per epoch: ``epoch``,
-    ``loss`` (mean training loss over the epoch's batches) and ``seconds``. ``loss(logits,
-    targets)`` overrides the default loss of the dataset's target kind; ``clip`` caps the gradient
-    norm (None: no clipping)."""
+    ``loss`` (mean training loss over the epoch's batches), ``steps`` (optimizer steps so far)
+    and ``seconds``. ``loss(logits, targets)`` overrides the default loss of the dataset's target
+    kind; ``clip`` caps the gradient norm (None: no clipping); ``max_steps`` stops after that
+    many optimizer steps (None: after `epochs` epochs); ``freeze`` names parameters (as
+    ``model.named_parameters()`` spells them) that stay fixed — e.g. a compiled stack network's
+    memory heads, whose weight tolerance is 0 (`WeightTolerance.fixed`)."""
     if not isinstance(train, SequenceDataset):
         raise InputError(f"train must be a SequenceDataset (pdanet.learning.dataset), got "
                          f"{type(train).__name__}")
@@ -55,27 +59,43 @@ def fit(model: nn.Module, train: SequenceDataset, epochs: int = 10, lr: float = 
         if not isinstance(v, int) or v < (0 if label == "epochs" else 1):
             raise InputError(f"{label} must be a {'non-negative' if label == 'epochs' else 'positive'}"
                              f" int, got {v!r}")
+    if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int)
+                                  or max_steps < 0):
+        raise InputError(f"max_steps must be None or an int ≥ 0, got {max_steps!r}")
     loss_fn = loss or (lambda z, y: masked_loss(z, y, train.kind))
     gen = torch.Generator().manual_seed(int(seed))
     loader = DataLoader(train, batch_size=batch_size, shuffle=True, generator=gen)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    frozen = set(freeze) if not isinstance(freeze, str) else {freeze}
+    named = dict(model.named_parameters())
+    unknown = sorted(frozen - set(named))
+    if unknown:
+        raise InputError(f"freeze names {unknown}, which the model does not have; its parameters: "
+                         f"{sorted(named)}")
+    trained = [p for n, p in named.items() if n not in frozen]
+    opt = torch.optim.Adam(trained, lr=lr)
     dtype = next(model.parameters()).dtype
     history = []
+    steps = 0
     model.train()
     for epoch in range(1, epochs + 1):
+        if max_steps is not None and steps >= max_steps:
+            break
         start, total, batches = time.perf_counter(), 0.0, 0
         for ids, targets in loader:
+            if max_steps is not None and steps >= max_steps:
+                break
+            steps += 1
             opt.zero_grad()
             if targets.is_floating_point():
                 targets = targets.to(dtype)
             value = loss_fn(_logits(model, ids), targets)
             value.backward()
             if clip is not None:
-                nn.utils.clip_grad_norm_(model.parameters(), clip)
+                nn.utils.clip_grad_norm_(trained, clip)
             opt.step()
             total += float(value.detach())
             batches += 1
-        history.append({"epoch": epoch, "loss": total / max(1, batches),
+        history.append({"epoch": epoch, "loss": total / max(1, batches), "steps": steps,
                         "seconds": time.perf_counter() - start})
     model.eval()
     return history
@@ -100,9 +120,12 @@ def init_experiment(k: int, m: int, noises: Iterable[float] = (0.0, 0.1, 0.5, 1.
                     train_len: int = 20, test_len: int | None = None, n_train: int = 1024,
                     n_test: int = 256, epochs: int = 20, lr: float = 3e-3, batch_size: int = 32,
                     scale: Any = None, method: str = "hewitt", hidden_size: int | None = None,
-                    random_init: bool = True, seed: int = 0) -> list[dict[str, Any]]:
+                    random_init: bool = True, seed: int = 0, noise_scale: str = "tolerance"
+                    ) -> list[dict[str, Any]]:
     """Train an LSTM on Dyck-(k, m) from a random initialisation and from the compiled network
-    with Gaussian noise σ·max|W| for each σ in `noises`; test on longer strings.
+    with noise for each value in `noises`; test on longer strings. ``noise_scale="tolerance"``:
+    each value is a fraction ρ of the certified weight tolerance δ* (`initialize`'s ``noise``;
+    ρ < 1 starts from an exact network); ``"peak"``: Gaussian σ·max|W| (``peak_noise``).
 
     Training strings are complete Dyck words of every even length in [2, train_len], test strings
     of every even length in (train_len, test_len] (test_len defaults to 2·train_len). ``scale``
@@ -114,6 +137,8 @@ def init_experiment(k: int, m: int, noises: Iterable[float] = (0.0, 0.1, 0.5, 1.
     from pdanet.automata.bounded import dyck
     from pdanet.constructions import compile as compile_net
 
+    if noise_scale not in ("tolerance", "peak"):
+        raise InputError(f"noise_scale must be 'tolerance' or 'peak', got {noise_scale!r}")
     test_len = 2 * train_len if test_len is None else test_len
     if train_len < 2 or test_len <= train_len:
         raise InputError(f"need 2 ≤ train_len < test_len, got {train_len}, {test_len}")
@@ -126,16 +151,23 @@ def init_experiment(k: int, m: int, noises: Iterable[float] = (0.0, 0.1, 0.5, 1.
     runs: list[tuple[str, float | None]] = [("random", None)] if random_init else []
     runs += [("compiled", float(s)) for s in noises]
     rows = []
+    tol = None
     for i, (init, noise) in enumerate(runs):
         torch.manual_seed(seed + i)
         model = LearnerRNN.like(net, hidden_size=H)
         if init == "compiled":
-            initialize(model, net, noise=noise, scale=beta, seed=seed + i)
+            if noise_scale == "peak":
+                initialize(model, net, scale=beta, seed=seed + i, peak_noise=noise)
+            else:
+                if noise and tol is None:
+                    tol = weight_tolerance(net.with_scale(beta))
+                initialize(model, net, scale=beta, seed=seed + i, noise=noise, tolerance=tol)
         before = evaluate(model, test)
         history = fit(model, train, epochs=epochs, lr=lr, batch_size=batch_size, seed=seed + i)
         after = evaluate(model, test)
         rows.append({
             "k": k, "m": m, "init": init, "noise": noise,
+            "noise_scale": noise_scale if init == "compiled" else None,
             "scale": str(beta) if init == "compiled" else None, "hidden_units": H,
             "train_len": train_len, "test_len": test_len,
             "test_accuracy_before": before["per_symbol_accuracy"],

@@ -5,6 +5,13 @@
 compiled units of the model's state, and `net`'s reader reads the model's logits. `pn.verify` on
 the result then reports the first string and step where training moved the model away from the
 machine, or that it still agrees.
+
+For a stack network (`StackRNN`, from `stack_learner`) the model's state [h; r; n; c] is cut to
+the compiled layout: the compiled controller units, the compiled code bits of each reading slot,
+and the memory's read-back (cell count and each cell's symbol, read by thresholding every value
+bit at 1/2 — the nearest 0/1 vector — with −2, a symbol no machine has, for a vector that is no
+symbol's code). The controller state decodes to the nearest configuration: the state of the most
+active unit when some unit is positive, else dead.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import torch
 from torch import nn
 
 from pdanet.constructions.base import CompiledNetwork
+from pdanet.constructions.controllers import StackRNN
 from pdanet.constructions.modules import RecurrentNet
 from pdanet.errors import InputError
 
@@ -46,8 +54,38 @@ class _CompiledView(nn.Module):
         return torch.cat([h, cells_t], dim=-1), logits
 
 
+class _StackView(nn.Module):
+    """A larger `StackRNN`'s forward, with states and logits cut to the compiled layout."""
+
+    def __init__(self, model: StackRNN, src: StackRNN):
+        super().__init__()
+        self.model = model
+        h, H = src.h0.shape[0], model.h0.shape[0]
+        m, M = src.width, model.width
+        keep = list(range(h)) + [H + k * M + i for k in range(src.store.slots) for i in range(m)]
+        self.register_buffer("keep", torch.tensor(keep, dtype=torch.long), persistent=False)
+        self.tail, self.outputs = H + model.reading_size, src.out_h.out_features
+
+    def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        states, logits = self.model(ids)
+        cut = torch.cat([states.index_select(-1, self.keep), states[..., self.tail:]], -1)
+        return cut, logits[..., :self.outputs]
+
+
 def as_network(model: nn.Module, net: CompiledNetwork) -> CompiledNetwork:
     """`net` with `model` in place of its module (see the module docstring)."""
+    if isinstance(net.module, StackRNN):
+        src = net.module
+        if not isinstance(model, StackRNN) or type(model.store) is not type(src.store):
+            raise InputError(f"{net.construction} runs a {type(src.store).__name__}; as_network "
+                             f"needs a StackRNN with the same store (stack_learner(net)), got "
+                             f"{type(model).__name__}")
+        for what, have, got in (("hidden units", src.h0.shape[0], model.h0.shape[0]),
+                                ("code bits", src.width, model.width),
+                                ("outputs", src.out_h.out_features, model.out_h.out_features)):
+            if got < have:
+                raise InputError(f"the model has {got} {what}, fewer than the {have} compiled ones")
+        return replace(net, module=_StackView(model, src))
     if not isinstance(model, RecurrentNet):
         raise InputError(f"as_network needs a RecurrentNet-style model, got {type(model).__name__}")
     src = net.module
