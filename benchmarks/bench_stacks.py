@@ -4,7 +4,9 @@ stack.
 For B = 32, width m = 32 and T in {64, 128, 256, 512}: the forward pass (readings of T steps) and
 forward + backward, in float32. Each time is printed with its ratio to the cost formula
 B·T²·m/2 multiply-adds (nanoseconds per multiply-add) and its ratio to the superposition stack
-(Joulin & Mikolov, no depth limit) on the same actions.
+(Joulin & Mikolov, no depth limit) on the same actions, whose own times close the row (its
+readings update only the live band, min(t+1, T−t) cells at step t: about B·T²·m/4 multiply-adds
+for each of its three terms). Side by side with the authors' code: bench_peers.py.
 
     OMP_NUM_THREADS=2 python benchmarks/bench_stacks.py [--T 64 128 256 512] [--repeats 3]
 """
@@ -82,13 +84,14 @@ def main() -> None:
     print(f"B={B} width={m} float32 device={args.device} threads={torch.get_num_threads()} "
           f"flush_denormal={not args.keep_denormals}")
     print(f"{'T':>5} {'fwd s':>9} {'ns/MAC':>7} {'x super':>8} {'fwd+bwd s':>10} {'ns/MAC':>7} "
-          f"{'x super':>8}")
+          f"{'x super':>8} {'super fwd s':>12} {'super f+b s':>12}")
     for T in args.T:
         r = bench(T, B, m, args.repeats, args.device)
         macs = B * T * T * m / 2                      # cost formula: B·T²·width/2 multiply-adds
         print(f"{T:>5} {r['strat_fwd']:>9.4f} {1e9 * r['strat_fwd'] / macs:>7.3f} "
               f"{r['strat_fwd'] / r['super_fwd']:>8.2f} {r['strat_fb']:>10.4f} "
-              f"{1e9 * r['strat_fb'] / macs:>7.3f} {r['strat_fb'] / r['super_fb']:>8.2f}")
+              f"{1e9 * r['strat_fb'] / macs:>7.3f} {r['strat_fb'] / r['super_fb']:>8.2f} "
+              f"{r['super_fwd']:>12.4f} {r['super_fb']:>12.4f}")
 
 
 if __name__ == "__main__":

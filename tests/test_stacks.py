@@ -1,10 +1,12 @@
-"""Differentiable memories: the paper's worked example, agreement with per-cell reference
-implementations (values and gradients, float64), and discrete semantics on saturated actions."""
+"""Differentiable memories: the paper's worked example, the superposition stack's live band,
+step/scan/resume agreement, the Store protocol and discrete semantics on saturated actions
+(agreement with the per-cell references: tests/test_store_references.py)."""
 
 from __future__ import annotations
 
 import collections
 import dataclasses
+import itertools
 import math
 
 import pytest
@@ -29,7 +31,7 @@ from pdanet.constructions.stacks import (
     SuzgunStack,
     check_store,
 )
-from pdanet.constructions.stacks import reference as ref
+from pdanet.constructions.stacks.superposition import live_band
 from pdanet.errors import InputError
 
 F64 = torch.float64
@@ -79,98 +81,55 @@ def test_stack_worked_example_fig1a():
     assert [c.flatten().tolist() for c in stack.contents(final)] == [[3.0]]
 
 
-# --- agreement with the per-cell references ----------------------------------------------------
+# --- the live band of the superposition stack ---------------------------------------------------
+# (agreement of every store with its per-cell reference: tests/test_store_references.py)
 
 @SETTINGS
-@given(shape=shapes, seed=st.integers(0, 2**31 - 1))
-def test_stack_and_queue_match_reference(shape, seed):
-    B, T, m = shape
+@given(seed=st.integers(0, 2**31 - 1), T=st.integers(1, 40), depth=st.one_of(st.none(), st.integers(1, 8)),
+       cut=st.integers(0, 40), B=st.integers(1, 3))
+def test_superposition_band_equals_full_update(seed, T, depth, cut, B):
+    """`forward` updates only the live band; on longer runs, with and without a depth limit,
+    resumed after ``cut`` steps, with and without autograd, its readings and gradients are those
+    of the full update (`scan`)."""
     gen = torch.Generator().manual_seed(seed)
-    for module, reference in ((NeuralStack(), ref.stack), (NeuralQueue(), ref.queue)):
-        inputs = leaves(*stratified_actions(B, T, m, gen))
-        out = module(StackActions(*inputs))
-        expected = torch.stack([reference(*(x[b] for x in inputs))[0] for b in range(B)])
-        assert_same_values_and_grads(out, expected, inputs, gen)
+    m, cut = 2, min(cut, T)
+    ops, value = leaves(torch.softmax(3 * torch.randn(B, T, 3, dtype=F64, generator=gen), -1),
+                        torch.randn(B, T, m, dtype=F64, generator=gen))
+    stack = SuperpositionStack(depth)
+    want = stack.scan(SuperpositionActions(ops, value))[1]
+    first, r1 = stack.scan(SuperpositionActions(ops[:, :cut], value[:, :cut]),
+                           stack.init_state(B, m, T, F64))
+    got = torch.cat([r1, stack(SuperpositionActions(ops[:, cut:], value[:, cut:]), first)], 1)
+    assert_same_values_and_grads(got, want, [ops, value], gen)
+    with torch.no_grad():
+        first, r1 = stack.scan(SuperpositionActions(ops[:, :cut], value[:, :cut]),
+                               stack.init_state(B, m, T, F64))
+        plain = torch.cat([r1, stack(SuperpositionActions(ops[:, cut:], value[:, cut:]), first)], 1)
+    torch.testing.assert_close(plain, want.detach(), rtol=1e-12, atol=1e-12)
 
 
-@SETTINGS
-@given(shape=shapes, seed=st.integers(0, 2**31 - 1))
-def test_deque_matches_reference(shape, seed):
-    B, T, m = shape
-    gen = torch.Generator().manual_seed(seed)
-    inputs = leaves(*stratified_actions(B, T, m, gen), *stratified_actions(B, T, m, gen))
-    out = NeuralDeQue()(DequeActions(*inputs))
-    per_b = [ref.deque(*(x[b] for x in inputs)) for b in range(B)]
-    expected = torch.cat([torch.stack([p[0] for p in per_b]), torch.stack([p[1] for p in per_b])])
-    assert_same_values_and_grads(torch.cat([out.top, out.bottom]), expected, inputs, gen)
+def test_live_band_is_the_cells_that_can_reach_the_top():
+    assert live_band(6, 0, 6) == [1, 2, 3, 3, 2, 1]
+    assert live_band(7, 0, 2) == [1, 2, 2, 2, 2, 2, 1]
+    assert live_band(3, 4, 9) == [3, 2, 1]
+    for steps, live, depth in ((9, 0, 9), (12, 3, 5), (5, 5, 5)):
+        band = live_band(steps, live, depth)
+        assert all(abs(a - b) <= 1 for a, b in itertools.pairwise(band))
+        assert all(1 <= L <= depth for L in band)
 
 
-@SETTINGS
-@given(shape=shapes, seed=st.integers(0, 2**31 - 1), depth=st.one_of(st.none(), st.integers(1, 4)))
-def test_superposition_matches_reference(shape, seed, depth):
-    B, T, m = shape
-    gen = torch.Generator().manual_seed(seed)
-    ops = torch.softmax(3 * torch.randn(B, T, 3, dtype=F64, generator=gen), -1)
-    inputs = leaves(ops, torch.randn(B, T, m, dtype=F64, generator=gen))
-    out = SuperpositionStack(depth)(SuperpositionActions(*inputs))
-    expected = torch.stack([ref.superposition(inputs[0][b], inputs[1][b], depth)[0]
-                            for b in range(B)])
-    assert_same_values_and_grads(out, expected, inputs, gen)
-
-
-@SETTINGS
-@given(shape=shapes, seed=st.integers(0, 2**31 - 1), depth=st.integers(1, 5))
-def test_suzgun_stack_matches_reference(shape, seed, depth):
-    B, T, m = shape
-    gen = torch.Generator().manual_seed(seed)
-    ops = torch.softmax(3 * torch.randn(B, T, 2, dtype=F64, generator=gen), -1)
-    inputs = leaves(ops, torch.rand(B, T, m, dtype=F64, generator=gen))
-    out = SuzgunStack(depth)(SuzgunActions(*inputs))
-    expected = torch.stack([ref.superposition(inputs[0][b], inputs[1][b], depth, noop=False)[0]
-                            for b in range(B)])
-    assert_same_values_and_grads(out, expected, inputs, gen)
-
-
-@SETTINGS
-@given(shape=shapes, seed=st.integers(0, 2**31 - 1), size=st.integers(1, 5))
-def test_baby_ntm_matches_reference(shape, seed, size):
-    B, T, m = shape
-    gen = torch.Generator().manual_seed(seed)
-    ops = torch.softmax(3 * torch.randn(B, T, 5, dtype=F64, generator=gen), -1)
-    inputs = leaves(ops, torch.rand(B, T, m, dtype=F64, generator=gen))
-    ntm = BabyNTM(size)
-    final, out = ntm.scan(BabyNTMActions(*inputs))
-    per_b = [ref.baby_ntm(inputs[0][b], inputs[1][b], size) for b in range(B)]
-    torch.testing.assert_close(final.memory, torch.stack([torch.stack(p[1]) for p in per_b]),
-                               rtol=1e-12, atol=1e-12)
-    assert_same_values_and_grads(out, torch.stack([p[0] for p in per_b]), inputs, gen)
-
-
-@SETTINGS
-@given(shape=shapes, seed=st.integers(0, 2**31 - 1), n=st.integers(1, 5))
-def test_input_buffer_matches_reference(shape, seed, n):
-    B, T, m = shape
-    gen = torch.Generator().manual_seed(seed)
-    lengths = torch.randint(0, n + 1, (B,), generator=gen)
-    inputs = leaves(torch.randn(B, n, m, dtype=F64, generator=gen),
-                    torch.rand(B, T, dtype=F64, generator=gen))
-    out = InputBuffer()(inputs[0], inputs[1], lengths)
-    expected = torch.stack([ref.input_buffer(inputs[0][b], int(lengths[b]), inputs[1][b])[0]
-                            for b in range(B)])
-    assert_same_values_and_grads(out, expected, inputs, gen)
-
-
-@SETTINGS
-@given(shape=shapes, seed=st.integers(0, 2**31 - 1), steps=st.integers(1, 6))
-def test_output_buffer_matches_reference(shape, seed, steps):
-    B, T, m = shape
-    gen = torch.Generator().manual_seed(seed)
-    inputs = leaves(torch.randn(B, T, m, dtype=F64, generator=gen),
-                    torch.rand(B, T, dtype=F64, generator=gen))
-    out = OutputBuffer()(inputs[0], inputs[1], steps)
-    expected = torch.stack([ref.output_drain(inputs[0][b], inputs[1][b], steps)
-                            for b in range(B)])
-    assert_same_values_and_grads(out, expected, inputs, gen)
+def test_superposition_forward_checks_its_input():
+    stack = SuperpositionStack()
+    state = stack.init_state(2, 3, 4)
+    state, _ = stack.scan(SuperpositionActions(torch.full((2, 3, 3), 1 / 3), torch.ones(2, 3, 3)),
+                          state)
+    with pytest.raises(InputError, match="max_time"):
+        stack(SuperpositionActions(torch.full((2, 2, 3), 1 / 3), torch.ones(2, 2, 3)), state)
+    with pytest.raises(InputError, match="value"):
+        stack(SuperpositionActions(torch.full((2, 1, 3), 1 / 3), torch.ones(2, 1, 4)), state)
+    with pytest.raises(InputError, match="ops"):
+        stack(SuperpositionActions(torch.full((2, 3), 1 / 3), torch.ones(2, 3)))
+    assert stack(SuperpositionActions(torch.ones(2, 0, 3), torch.ones(2, 0, 3))).shape == (2, 0, 3)
 
 
 def test_stack_gradcheck_against_finite_differences():
@@ -422,6 +381,40 @@ def test_run_and_scan_are_one_implementation(seed, T):
         w = torch.autograd.grad((want * probe).sum(), [act, value])
         for x, y in zip(g, w):
             torch.testing.assert_close(x, y, rtol=1e-9, atol=1e-9)
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**31 - 1), T=st.integers(1, 70), depth=st.one_of(st.none(), st.integers(1, 4)),
+       saturated=st.booleans())
+def test_superposition_run_without_autograd_is_the_same_update(seed, T, depth, saturated):
+    """Without autograd the run updates on two fixed buffers: the same readings and read-back,
+    bit for bit, as the run under autograd (and across BLOCK flushes)."""
+    gen = torch.Generator().manual_seed(seed)
+    B, m = 3, 2
+    if saturated:
+        act = torch.nn.functional.one_hot(torch.randint(0, 3, (B, T), generator=gen), 3).float()
+        value = torch.randint(0, 2, (B, T, m), generator=gen).float()
+    else:
+        act = torch.softmax(3 * torch.randn(B, T, 3, generator=gen), -1)
+        value = torch.rand(B, T, m, generator=gen)
+    store, codes = SuperpositionStack(depth), [[1, 0], [0, 1], [1, 1], [0, 0]]
+    results = []
+    for grad in (True, False):
+        with torch.set_grad_enabled(grad):
+            run = store.run(B, T, value, codes)
+            readings, backs = [], []
+            for t in range(T):
+                readings.append(run.step(act[:, t], value[:, t]))
+                if run.k == run.BLOCK:
+                    backs.append(run.flush())
+            if run.k:
+                backs.append(run.flush())
+            results.append((torch.stack(readings, 1).detach(), backs))
+    (r1, b1), (r2, b2) = results
+    assert torch.equal(r1, r2)
+    for (c1, n1), (c2, n2) in zip(b1, b2, strict=True):
+        assert torch.equal(c1, c2) and torch.equal(n1, n2)
+    torch.testing.assert_close(r2, store.scan(SuperpositionActions(act, value))[1])
 
 
 # --- errors --------------------------------------------------------------------------------------

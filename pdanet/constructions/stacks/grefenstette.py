@@ -26,6 +26,7 @@ from pdanet.constructions.stacks.common import (
     pop_front,
     pop_top,
     pop_with,
+    prefix_exclusive,
     read_front_weights,
     read_top_weights,
     read_with,
@@ -133,16 +134,20 @@ class _StratifiedList(StoreOps, nn.Module):
             return state, values.new_zeros(B, 0, values.shape[-1])
         # Work on the live strengths ordered from the end that pops and reads (the top of a stack,
         # the front of a queue), so Eqs. 2–5 need only prefix sums: no flips inside the loop.
+        # The rest sums of a read (Eq. 3 / 5) are those of the next step's pop (Eq. 2 / 4,
+        # before its push): one prefix sum per step serves both.
         top_first = self._top_first
         s = state.strengths[:, :t0]
         s = torch.flip(s, (1,)) if top_first else s
+        rest = prefix_exclusive(s)
         weights = []
         for k in range(T):
-            popped = pop_front(s, actions.pop[:, k])                           # Eq. 2 / 4, i < t
+            popped = pop_with(s, actions.pop[:, k, None], rest)                # Eq. 2 / 4, i < t
             d = actions.push[:, k:k + 1]                                       # Eq. 2 / 4, i = t
             s = torch.cat([d, popped] if top_first else [popped, d], 1)
+            rest = prefix_exclusive(s)
             pad = (N - t0 - k - 1, 0) if top_first else (0, N - t0 - k - 1)
-            weights.append(F.pad(read_front_weights(s), pad))                  # Eq. 3 / 5
+            weights.append(F.pad(read_with(s, rest), pad))                     # Eq. 3 / 5
         W = torch.stack(weights, 1)
         readings = torch.bmm(W, torch.flip(values, (1,)) if top_first else values)
         s = torch.flip(s, (1,)) if top_first else s
