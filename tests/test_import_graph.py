@@ -109,7 +109,7 @@ NETWORK_MODULES = {
     "pdanet/constructions/buffered.py",
     "pdanet/constructions/dyck.py",
 }
-NETWORK_PACKAGES = ("pdanet/constructions/stacks/",)
+NETWORK_PACKAGES = ("pdanet/constructions/stacks/", "pdanet/models/")
 STATE_DICT_KEYS = re.compile("|".join(re.escape(p) for p in (
     "rnn.weight_", "rnn.bias_", '"embedding.weight"', '"readout.weight"', "cell.weight_",
     "out_h.weight", "actions.weight", "values.weight")))
