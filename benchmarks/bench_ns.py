@@ -1,5 +1,7 @@
 """Benchmark of the nondeterministic stack (DuSell & Chiang 2021): forward and forward+backward.
 
+The unlimited and windowed parts run the default (the paper's) bottom convention.
+
 Times are medians over interleaved rounds (CPU seconds of this process on the CPU, see
 `timed`; every round runs every size once in turn, so that a shared machine's load falls on all
 sizes alike). Set the thread count with --threads (default 1) and keep it fixed when comparing.
@@ -18,8 +20,20 @@ profiler's per-op memory records count a free twice when it happens
 inside a Python autograd function, so they are not used); on a GPU it is torch's peak
 allocation.
 
+Side by side with the authors' code (``--part peers``): the memory-limited stack
+(`LimitedNondeterministicStack`, log semiring, block size 128) of github.com/bdusell/
+nondeterministic-stack-rnn at tag ``iclr2022`` (the RNS-RNN paper's code: our
+``bottom="paper"``, the default) and at ``main`` (their 2023 code with its bottom-symbol change:
+our ``bottom="reachable"``), on identical random log actions (float32; ``--peer-dtype float64``
+for the exactness check), RNS reading, D = 10, B = 8: median ms of the forward (no gradients)
+and of forward+backward (the loss Σ readings·w), the ratio theirs / ours, and the largest
+|reading| and |gradient| differences. The peers are looked for under ``--peers DIR`` (default
+/tmp/peers): ``DIR/ns-iclr2022/src`` and ``DIR/nondeterministic-stack-rnn/src`` (archives of
+those revisions), with torch_semiring_einsum (and its pynvml import) importable or under
+``DIR/_site``; a missing peer is skipped with a line saying how to get it.
+
 Run: OMP_NUM_THREADS=1 python benchmarks/bench_ns.py [--threads N] [--rounds R]
-     [--part all|unlimited|windowed] [--device cuda]
+     [--part all|unlimited|windowed|peers] [--device cuda] [--peers DIR]
 """
 
 from __future__ import annotations
@@ -169,12 +183,122 @@ def windowed(B: int, device: str, rounds: int, D: int = 10) -> None:
             print(f"{T:>5} " + " ".join(cols))
 
 
+# peer name -> (archive folder under --peers, git tag, our bottom convention that it computes)
+PEERS = {"iclr2022": ("ns-iclr2022", "iclr2022", "paper"),
+         "2023": ("nondeterministic-stack-rnn", "main", "reachable")}
+GET_PEER = ("get it with: git clone https://github.com/bdusell/nondeterministic-stack-rnn N && "
+            "mkdir -p {d}/{folder} && git -C N archive {tag} | tar -x -C {d}/{folder} "
+            "&& pip install --no-deps --target {d}/_site torch-semiring-einsum==1.2.0 "
+            "nvidia-ml-py")
+
+
+def load_peer(peers: str, name: str):
+    """A function (log actions (B, T, Q, G, Q, 2G+1), D) → readings (B, T, Q·G) of steps 1..T
+    running the authors' windowed stack, or a string saying why it is not there."""
+    folder = PEERS[name][0]
+    src = Path(peers) / folder / "src"
+    pkg = "nsrnn/models" if name == "iclr2022" else "stack_rnn_models"
+    if not (src / pkg / "limited_nondeterministic_stack.py").exists():
+        return f"not found: {src}/{pkg}/limited_nondeterministic_stack.py"
+    for mod in [m for m in sys.modules if m.split(".")[0] == "torch_rnn_tools"]:
+        del sys.modules[mod]                           # both archives ship their own copy
+    sys.path[:] = [p for p in sys.path if not p.endswith("/src") or p == str(src)]
+    for extra in (str(Path(peers) / "_site"), str(src)):
+        if extra not in sys.path:
+            sys.path.insert(0, extra)
+    try:
+        if name == "iclr2022":
+            from nsrnn.models.limited_nondeterministic_stack import (
+                LimitedNondeterministicStack,
+                LimitedNondeterministicStackRNN,
+            )
+            from nsrnn.semiring import log
+        else:
+            from lib.semiring import log  # type: ignore[import-not-found]
+            from stack_rnn_models.limited_nondeterministic_stack import (  # type: ignore
+                LimitedNondeterministicStack,
+            )
+    except ImportError as exc:
+        return f"not importable ({exc})"
+
+    def run(x: torch.Tensor, D: int, block: int = 128) -> torch.Tensor:
+        B, T, Q, G = x.shape[:4]
+        if name == "iclr2022":     # their initial chart: γ = 1 (log 0), α[0] = 1 at (q0, ⊥)
+            gamma = torch.zeros((B, D - 1, D - 1, Q, G, Q, G), dtype=x.dtype, device=x.device)
+            alpha = torch.full((B, D, Q, G), float("-inf"), dtype=x.dtype, device=x.device)
+            alpha[:, -1, 0, 0] = 0.0
+            init = LimitedNondeterministicStackRNN.InitialStackState(gamma, alpha, log)
+            stack = LimitedNondeterministicStack(Q, G, T, D, True, True, init, log, block,
+                                                 x.dtype, x.device)
+        else:
+            stack = LimitedNondeterministicStack(B, Q, G, T + 1, D, True, None, log, block,
+                                                 x.dtype, x.device)
+        out = []
+        for t in range(T):
+            a = x[:, t]
+            stack.update(a[..., :G], a[..., G:2 * G], a[..., 2 * G])
+            out.append(stack.reading())
+        return torch.stack(out, 1)
+
+    return run
+
+
+def peers(peers_dir: str, device: str, rounds: int, dtype: torch.dtype, D: int = 10,
+          B: int = 8) -> None:
+    for name, (folder, tag, bottom) in PEERS.items():
+        print(f"windowed stack against the authors' ({tag}: LimitedNondeterministicStack, ours "
+              f"with bottom={bottom!r}), D = {D}, B = {B}, {str(dtype)[6:]}, RNS reading, "
+              f"median ms over {rounds} rounds, x = theirs / ours")
+        theirs = load_peer(peers_dir, name)
+        if isinstance(theirs, str):
+            print(f"  skipped: the authors' code is {theirs}; "
+                  + GET_PEER.format(d=peers_dir, folder=folder, tag=tag))
+            continue
+        print(f"{'Q':>2} {'G':>2} {'T':>5} {'fwd ours':>9} {'fwd theirs':>11} {'x':>6} "
+              f"{'f+b ours':>9} {'f+b theirs':>11} {'x':>6} {'max |Δ reading|':>16} "
+              f"{'max |Δ grad|':>13}")
+        for Q, G, T in [(2, 3, 128), (3, 3, 128), (2, 3, 256)]:
+            gen = torch.Generator().manual_seed(Q * 1000 + T)
+            la = torch.randn(B, T, Q, G, Q, 2 * G + 1, generator=gen, dtype=dtype).to(device)
+            w = torch.rand(B, T, Q * G, generator=gen, dtype=dtype).to(device)
+            net = NondeterministicStack(Q, G, window=D, bottom=bottom)
+
+            def ours_f(net=net, la=la, B=B, T=T):
+                with torch.no_grad():
+                    return net(la).reading[:, 1:].reshape(B, T, -1)
+
+            def theirs_f(la=la, theirs=theirs):
+                with torch.no_grad():
+                    return theirs(la, D)
+
+            def ours_fb(net=net, la=la, w=w, B=B, T=T):
+                x = la.clone().requires_grad_()
+                (net(x).reading[:, 1:].reshape(B, T, -1) * w).sum().backward()
+                return x.grad
+
+            def theirs_fb(la=la, w=w, theirs=theirs):
+                x = la.clone().requires_grad_()
+                (theirs(x, D) * w).sum().backward()
+                return x.grad
+
+            diff = (ours_f() - theirs_f()).abs().max().item()
+            gdiff = (ours_fb() - theirs_fb()).abs().max().item()
+            cases = {"of": ours_f, "tf": theirs_f, "ob": ours_fb, "tb": theirs_fb}
+            med = {k: 1e3 * statistics.median(v)
+                   for k, v in interleaved(cases, device, rounds).items()}
+            print(f"{Q:>2} {G:>2} {T:>5} {med['of']:9.1f} {med['tf']:11.1f} "
+                  f"{med['tf'] / med['of']:6.1f} {med['ob']:9.1f} {med['tb']:11.1f} "
+                  f"{med['tb'] / med['ob']:6.1f} {diff:16.2e} {gdiff:13.2e}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--part", choices=("all", "unlimited", "windowed"), default="all")
+    ap.add_argument("--part", choices=("all", "unlimited", "windowed", "peers"), default="all")
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--peers", default="/tmp/peers", help="where the authors' code lies")
+    ap.add_argument("--peer-dtype", choices=("float32", "float64"), default="float32")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     B = 8
@@ -184,6 +308,8 @@ def main() -> None:
         unlimited(B, args.device, args.rounds)
     if args.part in ("all", "windowed"):
         windowed(B, args.device, args.rounds)
+    if args.part in ("all", "peers"):
+        peers(args.peers, args.device, args.rounds, getattr(torch, args.peer_dtype))
 
 
 if __name__ == "__main__":

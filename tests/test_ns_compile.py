@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pdanet as pn
 from pdanet.automata import tasks
@@ -92,7 +94,13 @@ def test_bad_input():
     with pytest.raises(CompileError):
         pn.compile(tasks.get("dyck2"), target="ns_rnn", bogus=1)
     w = WeightedPDA.from_pda(tasks.get("dyck2"))
-    assert pn.compile(w, target="ns_rnn").hidden_units == w.num_states * w.num_stack
+    assert pn.compile(w, target="ns_rnn").hidden_units == 2 * w.num_states * w.num_stack
+    assert pn.compile(w, target="ns_rnn", bottom="extended").hidden_units == \
+        w.num_states * w.num_stack
+    with pytest.raises(CompileError, match="bottom"):
+        pn.compile(w, target="ns_rnn", bottom="top")
+    with pytest.raises(CompileError, match="window"):
+        pn.compile(w, target="ns_rnn", bottom="paper", window=5)
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
@@ -110,8 +118,10 @@ def test_pn_verify_finds_a_corrupted_ns_rnn():
     net = pn.compile(w, target="ns_rnn", dtype=torch.float64)
     Q, G = w.num_states, w.num_stack
     q0, a0 = w.states.index("start"), w.alphabet.index("0")
+    Gn = net.module.G                      # the network's stack symbols: ⊥, Z and marked Ẑ
+    assert Gn == 2 * G
     with torch.no_grad():                  # on '0' from (start, ⊥) also push the second symbol
-        net.module.embedding.weight.view(-1, Q, G, Q, 2 * G + 1)[a0, q0, 0, q0, 2] = 0.0
+        net.module.embedding.weight.view(-1, Q, Gn, Q, 2 * Gn + 1)[a0, q0, 0, q0, G + 2] = 0.0
     rep = pn.verify(w, net, max_length=4, samples=10, long_samples=0)
     cex = rep.counterexample
     assert not rep.ok and cex.field == "reading" and cex.string == ("0",) and cex.step == 1
@@ -121,8 +131,8 @@ def test_pn_verify_finds_a_corrupted_ns_rnn():
     # a float tolerance is not an excuse: a tiny relative error is caught at a tight rtol
     net2 = pn.compile(w, target="ns_rnn", dtype=torch.float64)
     with torch.no_grad():
-        e = net2.module.embedding.weight.view(-1, Q, G, Q, 2 * G + 1)
-        e[a0, q0, 0, q0, 2] = -12.0        # a spurious run of relative weight e^-12 ≈ 6e-6
+        e = net2.module.embedding.weight.view(-1, Q, Gn, Q, 2 * Gn + 1)
+        e[a0, q0, 0, q0, G + 2] = -12.0    # a spurious run of relative weight e^-12 ≈ 6e-6
     assert pn.verify(w, net2, max_length=3, samples=0, long_samples=0, rtol=1e-7,
                      atol=1e-9).counterexample.field == "reading"
     assert pn.verify(w, net2, max_length=3, samples=0, long_samples=0, rtol=1e-3,
@@ -136,3 +146,43 @@ def test_verify_tolerance_defaults_follow_the_dtype():
     assert Tolerance.for_dtype(torch.float32, rtol=0.1).rtol == 0.1
     with pytest.raises(pn.errors.InputError):
         Tolerance.for_dtype(torch.float64, atol=-1)
+
+
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 2), st.integers(1, 2), st.integers(0, 2 ** 16),
+       st.sampled_from(["paper", "extended"]))
+def test_random_weighted_pdas_compile_under_both_encodings(Q, m, seed, bottom):
+    """Random weighted PDAs (pushes on ⊥, pops back to ⊥, ⊥ → ⊥ no-ops): the float64 network
+    under either encoding of ⊥ reads, on every string of length ≤ 6 (≤ 5 for the larger ones),
+    what the machine's runs give — α by enumeration of runs, through `compare_readings`' Lang's
+    algorithm — and its reading is the brute-force one."""
+    import itertools
+
+    from pdanet.automata import BOTTOM
+    from pdanet.automata import semiring as S
+    from pdanet.automata.weighted import valid_ops_mask
+
+    rng = np.random.default_rng(seed)
+    G = m + 1
+    sym = lambda j: BOTTOM if j == 0 else "ab"[j - 1]
+    trans = {}
+    for a, q, x, r, o in itertools.product("xy", range(Q), range(G), range(Q), range(2 * G + 1)):
+        if valid_ops_mask(G)[x, o] and rng.random() < 0.5:
+            op, y = ("pop", None) if o == 2 * G else \
+                ("replace", sym(o - G)) if o >= G else ("push", sym(o))
+            trans[(q, sym(x), a, r, op, y)] = float(rng.uniform(0.2, 2.0))
+    M = WeightedPDA(range(Q), "xy", tuple("ab"[:m]), trans, 0)
+    net = pn.compile(M, target="ns_rnn", dtype=torch.float64, bottom=bottom)
+    assert net.hidden_units == (2 if bottom == "paper" else 1) * Q * (m + 1)
+    n = 6 if Q * m <= 2 else 5
+    strings = [s for k in range(n + 1) for s in itertools.product("xy", repeat=k)]
+    assert compare_readings(M, net, strings, 1e-7, 1e-9) is None
+    for s in strings[-3:]:
+        ids, _ = M.encode([s])
+        with torch.no_grad():
+            states, _ = net.forward(torch.as_tensor(ids))
+        alpha = M.brute_force("".join(s), S.REAL, None)[-1]
+        want = alpha / alpha.sum() if alpha.sum() > 0 else alpha
+        assert np.allclose(net.decode(states)["reading"][0, -1], want, atol=1e-9)

@@ -7,6 +7,7 @@ import torch
 
 from pdanet.constructions.stacks.ns import NondeterministicStack
 from pdanet.constructions.stacks.ns_window import Band, flush_denormals
+from pdanet.constructions.stacks.reference_ns import reference_ns
 
 
 @pytest.mark.parametrize("D", [1, 2, 3, 4, 5, 9])
@@ -50,7 +51,7 @@ def test_every_window_equals_lang_and_its_gradient_a_central_difference(D, ns_ch
     B, T, Q, G = 2, 24, 2, 3
     la = torch.tensor(rng.normal(size=(B, T, Q, G, Q, 2 * G + 1)), requires_grad=True)
     w = torch.tensor(rng.random((B, T + 1, Q, G)))
-    ns_checks(NondeterministicStack(Q, G, window=D), la, D,
+    ns_checks(NondeterministicStack(Q, G, window=D, bottom="extended"), la, D,
               lambda r: r.log_norm.sum() + (r.reading * w).sum(), rng)
 
 
@@ -59,7 +60,7 @@ def test_gradcheck_small_windows(D):
     torch.manual_seed(D)
     Q, G, T = 2, 2, 8
     x = torch.randn(1, T, Q, G, Q, 2 * G + 1, dtype=torch.float64, requires_grad=True)
-    net = NondeterministicStack(Q, G, window=D, mode="ns")
+    net = NondeterministicStack(Q, G, window=D, mode="ns", bottom="extended")
     w = torch.rand(1, T + 1, G, dtype=torch.float64)
     assert torch.autograd.gradcheck(lambda z: (net(z).reading * w).sum() + net(z).log_norm.sum(),
                                     (x,))
@@ -73,7 +74,7 @@ def test_minus_infinity_actions_give_finite_gradients_and_zero_where_no_run_pass
     la[..., 0, 0, 0, 1] = 0.0                                  # q0, ⊥: push symbol 1
     la[..., 0, 1, 0, 1] = 0.0                                  # q0, 1: push 1
     la.requires_grad_()
-    res = NondeterministicStack(Q, G, window=4)(la)
+    res = NondeterministicStack(Q, G, window=4, bottom="extended")(la)
     res.log_norm[:, -1].sum().backward()
     assert torch.isfinite(res.log_norm).all()
     assert torch.isfinite(la.grad).all()
@@ -85,7 +86,7 @@ def test_the_denormal_mode_is_restored(before):
     assert torch.set_flush_denormal(before)
     try:
         x = torch.randn(1, 6, 2, 3, 2, 7, requires_grad=True)
-        res = NondeterministicStack(2, 3, window=3)(x)
+        res = NondeterministicStack(2, 3, window=3, bottom="extended")(x)
         res.log_norm.sum().backward()
         tiny = torch.full((1,), 1e-40, dtype=torch.float32) * 1.0
         assert (tiny.item() == 0.0) == before
@@ -103,7 +104,7 @@ def test_a_long_string_in_float64_against_lang_and_a_central_difference(ns_check
     rng = np.random.default_rng(0)
     B, T, Q, G, D = 1, 400, 2, 2, 6
     la = torch.tensor(rng.normal(size=(B, T, Q, G, Q, 2 * G + 1)), requires_grad=True)
-    ns_checks(NondeterministicStack(Q, G, window=D), la, D,
+    ns_checks(NondeterministicStack(Q, G, window=D, bottom="extended"), la, D,
               lambda r: r.log_norm[:, -1].sum() + r.reading[:, ::7].sum(), rng)
 
 
@@ -113,7 +114,7 @@ def test_without_gradients_two_segments_take_turns_and_the_chart_is_the_same():
     segment, and holds a fixed number of chart entries whatever T."""
     rng = np.random.default_rng(3)
     Q, G, D = 2, 3, 5
-    net = NondeterministicStack(Q, G, window=D)
+    net = NondeterministicStack(Q, G, window=D, bottom="extended")
     la = torch.tensor(rng.normal(size=(2, 300, Q, G, Q, 2 * G + 1)))
     kept = net(la.clone().requires_grad_())
     with torch.no_grad():
@@ -136,8 +137,57 @@ def test_float32_with_flushed_denormals_stays_within_the_float32_tolerance():
 
     rng = np.random.default_rng(4)
     x = rng.normal(size=(3, 300, 2, 3, 2, 7))
-    got = NondeterministicStack(2, 3, window=6)(torch.tensor(x, dtype=torch.float32))
+    got = NondeterministicStack(2, 3, window=6, bottom="extended")(torch.tensor(x, dtype=torch.float32))
     ref = lang_log_batch(x, 0, 6)
     finite = np.isfinite(ref)
     assert np.array_equal(np.isfinite(got.log_alpha.numpy()), finite)
     assert np.allclose(got.log_alpha.numpy()[finite], ref[finite], rtol=1e-6, atol=1e-3)
+
+
+# ---- the paper's bottom semantics (the default) ------------------------------------------------
+
+
+@pytest.mark.parametrize("D", [1, 2, 3, 5])
+@pytest.mark.parametrize("Q,G", [(1, 2), (2, 2)])
+def test_paper_windows_equal_the_literal_windowed_equations(Q, G, D):
+    """T = 16 (several windows): log α, reading, log Σα and gradients of the windowed stack
+    (paper convention with RNS and NS+U reading, "reachable" with RNS reading, −inf entries)
+    equal `reference_ns` with the same D, computed cell by cell."""
+    rng = np.random.default_rng(10 * D + Q)
+    T = 16
+    la = rng.normal(size=(2, T, Q, G, Q, 2 * G + 1))
+    la[rng.random(la.shape) < 0.2] = -np.inf
+    for mode, bottom in (("rns", "paper"), ("ns", "paper"), ("rns", "reachable")):
+        x = torch.tensor(la, requires_grad=True)
+        y = torch.tensor(la, requires_grad=True)
+        got = NondeterministicStack(Q, G, mode=mode, window=D, bottom=bottom)(x)
+        ref = reference_ns(y, window=D, mode=mode, bottom=bottom)
+        fin = torch.isfinite(ref["log_norm"])
+        assert torch.equal(torch.isfinite(got.log_norm), fin)
+        assert torch.allclose(got.reading, ref["reading"], rtol=1e-9, atol=1e-12)
+        assert torch.allclose(got.log_norm[fin], ref["log_norm"][fin], rtol=1e-9, atol=1e-9)
+        w = torch.tensor(rng.random(tuple(got.reading.shape)))
+        loss = lambda r, ln, w=w, fin=fin: (r * w).sum() + torch.where(fin, ln, 0.0).sum()
+        loss(got.reading, got.log_norm).backward()
+        loss(ref["reading"], ref["log_norm"]).backward()
+        assert torch.allclose(x.grad, y.grad, rtol=1e-8, atol=1e-10)
+
+
+def test_paper_without_gradients_two_segments_take_turns():
+    """T = 300 (5 band segments): the forward without gradients equals the one that keeps
+    every segment, and its gradient a central difference."""
+    rng = np.random.default_rng(5)
+    Q, G, D = 2, 3, 5
+    net = NondeterministicStack(Q, G, window=D)
+    la = torch.tensor(rng.normal(size=(2, 300, Q, G, Q, 2 * G + 1)))
+    x = la.clone().requires_grad_()
+    kept = net(x)
+    with torch.no_grad():
+        light = net(la)
+    assert torch.equal(kept.log_alpha.detach(), light.log_alpha)
+    loss = lambda r: r.log_norm[:, -1].sum() + r.reading[:, ::5].sum()
+    loss(kept).backward()
+    v = torch.tensor(rng.normal(size=la.shape))
+    with torch.no_grad():
+        fd = (loss(net(la + 1e-6 * v)) - loss(net(la - 1e-6 * v))) / 2e-6
+    assert torch.isclose((x.grad * v).sum(), fd, rtol=1e-6)

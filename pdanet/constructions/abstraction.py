@@ -193,8 +193,10 @@ class BufferedController(ControllerMemory):
 @dataclass(frozen=True, eq=False)
 class NSChart(Abstraction):
     """The RNS-RNN of DuSell & Chiang (2021): unit (q, x) is the reading's log-weight of state
-    q with top x; ``neg`` is L, the stand-in for log 0; ``window`` the stack window (None:
-    unbounded)."""
+    q with network stack symbol x on top — under the paper's bottom semantics (the default) the
+    network's 2G symbols are the machine's G and their copies marking the lowest cell, whose
+    readings add up to the machine's; ``neg`` is L, the stand-in for log 0; ``window`` the stack
+    window (None: unbounded)."""
 
     neg: int = 10_000
     window: int | None = None

@@ -3,9 +3,32 @@
 The controller is an input embedding: step t's action tensor depends only on the symbol read, so
 the embedding row of symbol a holds ``log Δ[a][q, x → r, v]`` = log w of the transition
 ``(q, x) —a / w→ (r, v)`` (RNS-RNN actions are unnormalised weights, §3.1: Δ = exp(·)) and the
-declared constant ``-L`` (``neg``) where there is no transition. The padding row (symbol -1) is
-the identity: ``replace x by x`` with weight 1 in every (state, top). `NondeterministicStack`
-then runs Lang's algorithm, so its reading at every step is the machine's reading.
+declared constant ``-L`` (``neg``) where there is no transition. `NondeterministicStack` then
+runs Lang's algorithm, so its reading at every step is the machine's reading.
+
+The machine's ⊥ is the bottom of a stack that runs may empty again (push on ⊥, pop back to ⊥,
+stay on ⊥), which the paper's equations do not allow: their initial ⊥ is never on top after
+step 1 and no run pops back to it (`pdanet.constructions.stacks.ns`). Two encodings:
+
+- ``bottom="paper"`` (default without a window): the stack of the paper's equations with a
+  marked lowest symbol. Network stack symbols: the paper's ⊥ (index 0, the initial bottom), the
+  machine's symbols Z (indices 1..G−1) and their marked copies Ẑ (index G + Z), with ⊥̂ = index
+  G standing for the machine's empty stack. The machine stack ⊥ Z₁ … Z_k is the network stack
+  ⊥ Ẑ₁ Z₂ … Z_k (⊥ ⊥̂ when k = 0): the marked symbol is always the lowest one above the paper's
+  ⊥. Each transition becomes one network action, so runs and weights correspond one to one:
+  push y on ⊥ (step 1: network top ⊥) → push ŷ, on ⊥̂ → replace by ŷ; the ⊥ → ⊥ no-op → push ⊥̂
+  (step 1), replace ⊥̂ by ⊥̂; on Z / Ẑ: push y → push y; replace by y → y / ŷ; pop → pop /
+  replace by ⊥̂. The reading over (state, network top) is decoded to (state, machine top) by
+  adding Z and Ẑ (and ⊥, ⊥̂). 2·Q·G units (the network has 2G stack symbols).
+- ``bottom="extended"`` (the default with a window): the stack's extended convention, whose ⊥
+  is the machine's, Q·G units. The paper's window (§5.1) drops every run whose marked lowest
+  symbol (pushed at step 1) is on top after step D, while the machine's windowed reading
+  (`WeightedPDA.run_batch` with ``window``) keeps runs that return to the bottom, so no encoding
+  in the paper's equations has the machine's windowed reading; a window with
+  ``bottom="paper"`` is refused (CompileError).
+
+The padding row (symbol -1) is the identity: ``replace x by x`` with weight 1 in every (state,
+top) (under "paper", from the initial ⊥: push ⊥̂, the only move at step 1).
 
 Error bound of the ``-L`` stand-in for log 0: each run through a missing transition gets an extra
 factor ≤ e^{-L}; with K = Q(2G+1) moves per configuration and transition weights in
@@ -68,16 +91,22 @@ def ns_state_dict(blocks: NSBlocks) -> dict[str, Any]:
 class NSRNNNet(nn.Module):
     """Embedding controller → `NondeterministicStack`. forward(ids (B, T), -1 padding) returns
     (states (B, T+1, Q·G) = the RNS readings, logits (B, T+1, 1) = log accepting weight of
-    each prefix)."""
+    each prefix). ``num_stack`` G counts the network's stack symbols (2× the machine's under
+    the "paper" encoding, module docstring); ``bottom`` the stack's convention."""
 
     def __init__(self, num_symbols: int, num_states: int, num_stack: int, start: int,
-                 window: int | None = None, neg: float = NEG):
+                 window: int | None = None, neg: float = NEG, bottom: str = "extended"):
         super().__init__()
         Q, G = num_states, num_stack
         self.Q, self.G, self.neg = Q, G, neg
         self.embedding = nn.Embedding(num_symbols + 1, Q * G * Q * (2 * G + 1))
         self.register_buffer("log_final", torch.zeros(Q * G))
-        self.stack = NondeterministicStack(Q, G, "rns", window, start)
+        self.stack = NondeterministicStack(Q, G, "rns", window, start, bottom=bottom)
+
+    @property
+    def machine_stack(self) -> int:
+        """The machine's stack symbols (⊥ included) that the network encodes."""
+        return self.G // 2 if self.stack.bottom == "paper" else self.G
 
     def blocks(self, numpy: bool = False) -> NSBlocks:
         """The weights by meaning: tensors, or with ``numpy`` float64 arrays (detached)."""
@@ -99,13 +128,16 @@ class NSRNNNet(nn.Module):
         return states, logits
 
 
-def error_bound(machine: WeightedPDA, n: int, neg: float = NEG) -> float:
-    """Upper bound on the relative error of a prefix weight of length n caused by -L for log 0."""
+def error_bound(machine: WeightedPDA, n: int, neg: float = NEG,
+                num_stack: int | None = None) -> float:
+    """Upper bound on the relative error of a prefix weight of length n caused by -L for log 0;
+    ``num_stack``: the network's stack symbols (K = Q(2·num_stack+1) action entries per (state,
+    top); the machine's by default)."""
     W = machine.weight_tensor(srm.REAL)
     pos = W[W > 0]
     if pos.size == 0:
         return 0.0
-    K = machine.num_states * (2 * machine.num_stack + 1)
+    K = machine.num_states * (2 * (num_stack or machine.num_stack) + 1)
     return math.exp(min(0.0, n * math.log(K * pos.max() / pos.min()) - neg))
 
 
@@ -114,49 +146,107 @@ def _exact_log(w: float) -> Fraction:
     return Fraction(0) if w == 1 else Fraction(math.log(w))
 
 
+def _paper_embedding(W: np.ndarray, neg: int) -> np.ndarray:
+    """The embedding (|Σ|+1, Q, 2G, Q, 4G+1) of the "paper" encoding (module docstring) of the
+    real weight tensor W (|Σ|, Q, G, Q, 2G+1), as Fractions."""
+    S, Q, G = W.shape[:3]
+    G2 = 2 * G
+    push, repl, pop = (lambda y: y), (lambda y: G2 + y), 2 * G2
+    emb = np.empty((S + 1, Q, G2, Q, 2 * G2 + 1), dtype=object)
+    emb.fill(Fraction(-neg))
+    for a, q, x, r, o in zip(*np.nonzero(W > 0)):
+        lw = _exact_log(float(W[a, q, x, r, o]))
+        kind, y = ("push", o) if o < G else ("replace", o - G) if o < 2 * G else ("pop", 0)
+        if x == 0 and kind == "push":                   # push y on the empty stack
+            moves = [(0, push(G + y)), (G, repl(G + y))]
+        elif x == 0:                                    # the ⊥ → ⊥ no-op
+            moves = [(0, push(G)), (G, repl(G))]
+        elif kind == "push":
+            moves = [(x, push(y)), (G + x, push(y))]
+        elif kind == "replace":
+            moves = [(x, repl(y)), (G + x, repl(G + y))]
+        else:                                           # pop: the marked symbol leaves ⊥̂
+            moves = [(x, pop), (G + x, repl(G))]
+        for top, op in moves:
+            emb[a, q, top, r, op] = lw
+    for q in range(Q):                                  # padding row: identity
+        emb[S, q, 0, q, push(G)] = Fraction(0)
+        for j in range(1, G2):
+            emb[S, q, j, q, repl(j)] = Fraction(0)
+    return emb
+
+
 def compile_weighted(machine: WeightedPDA, dtype: torch.dtype = torch.float32,
-                     window: int | None = None, neg: int = NEG, **options) -> CompiledNetwork:
+                     window: int | None = None, neg: int = NEG, bottom: str | None = None,
+                     **options) -> CompiledNetwork:
     """RNS-RNN with an embedding controller whose readings equal the machine's (module
-    docstring). ``window``: D of §5.1 (exact when D ≥ the string length)."""
+    docstring). ``window``: D of §5.1 (exact when D ≥ the string length); ``bottom``: "paper"
+    (the default without a window) or "extended" (the default, and the only one, with a
+    window), the encoding of the machine's ⊥ (module docstring)."""
     if options:
         raise CompileError(f"unknown options {sorted(options)} for ns_rnn/embedding; "
-                           "accepted: window, neg")
+                           "accepted: window, neg, bottom")
     if not isinstance(neg, int) or neg < 100:
         raise CompileError(f"neg (L, the stand-in for -log 0) must be an integer ≥ 100, got {neg!r}")
+    if bottom is None:
+        bottom = "paper" if window is None else "extended"
+    if bottom not in ("paper", "extended"):
+        raise CompileError(f"bottom must be 'paper' or 'extended', got {bottom!r}")
+    if bottom == "paper" and window is not None:
+        raise CompileError(
+            "bottom='paper' with a window: the paper's window drops every run whose lowest "
+            "stack symbol is on top more than D steps after it was pushed, so no network in "
+            "the paper's equations has the machine's windowed reading; use bottom='extended' "
+            "(the default with a window) or no window")
     Q, G = machine.num_states, machine.num_stack
     S = len(machine.alphabet)
-    O = 2 * G + 1
     W = machine.weight_tensor(srm.REAL)
-    emb = np.empty((S + 1, Q, G, Q, O), dtype=object)
-    emb.fill(Fraction(-neg))
-    for idx in zip(*np.nonzero(W > 0)):
-        emb[idx] = _exact_log(float(W[idx]))
-    for q in range(Q):                                   # padding row: identity
-        for x in range(G):
-            emb[S, q, x, q, G + x] = Fraction(0)
-    final = machine.final_weights(srm.BOOLEAN).reshape(-1)
+    if bottom == "paper":
+        emb = _paper_embedding(W, neg)
+        G2 = 2 * G
+    else:
+        O = 2 * G + 1
+        G2 = G
+        emb = np.empty((S + 1, Q, G, Q, O), dtype=object)
+        emb.fill(Fraction(-neg))
+        for idx in zip(*np.nonzero(W > 0)):
+            emb[idx] = _exact_log(float(W[idx]))
+        for q in range(Q):                               # padding row: identity
+            for x in range(G):
+                emb[S, q, x, q, G + x] = Fraction(0)
+    final = machine.final_weights(srm.BOOLEAN).reshape(Q, G)
+    final = np.concatenate([final, final], axis=1) if bottom == "paper" else final
     weights = ns_state_dict(NSBlocks(
         embedding=ExactWeight.of(emb.reshape(S + 1, -1), scaled=False),
-        log_final=ExactWeight.of(np.where(final, 0, -neg).astype(np.int64), scaled=False)))
-    module = NSRNNNet(S, Q, G, machine.states.index(machine.start), window, neg)
+        log_final=ExactWeight.of(np.where(final.reshape(-1), 0, -neg).astype(np.int64),
+                                 scaled=False)))
+    module = NSRNNNet(S, Q, G2, machine.states.index(machine.start), window, neg, bottom)
     module = load_exact(module, weights, 1, dtype)
 
     def decoder(states: np.ndarray) -> dict:
-        return {"reading": np.asarray(states, dtype=np.float64).reshape(
-            states.shape[:2] + (Q, G))}
+        r = np.asarray(states, dtype=np.float64).reshape(states.shape[:2] + (Q, G2 // G, G))
+        return {"reading": r.sum(axis=-2)}             # Z and its mark Ẑ: the machine's Z
 
     def reader(logits: np.ndarray) -> np.ndarray:
         return np.asarray(logits)[..., 0] > -neg / 2
 
+    def label(q: int, j: int) -> str:
+        if bottom == "extended":
+            return f"({machine.states[q]!r},{machine.stack_symbol(j)!r})"
+        sym = "⊥₀" if j == 0 else repr(machine.stack_symbol(j % G)) + ("̂" if j >= G else "")
+        return f"({machine.states[q]!r},{sym})"
+
+    units = sp.Symbol("Q") * sp.Symbol("G")
     return CompiledNetwork(
         machine=machine, module=module, target="ns_rnn", method="embedding",
-        hidden_units=Q * G, bound=sp.Symbol("Q") * sp.Symbol("G"), params={"Q": Q, "G": G},
-        weights=weights, scale=sp.Integer(1), decoder=decoder, reader=reader,
+        hidden_units=Q * G2, bound=units if bottom == "extended" else 2 * units,
+        params={"Q": Q, "G": G}, weights=weights, scale=sp.Integer(1), decoder=decoder,
+        reader=reader,
         scale_argument="no saturation: log-weights are exact; -L stands in for log 0",
-        abstraction=NSChart(labels=tuple(f"({machine.states[q]!r},{machine.stack_symbol(y)!r})"
-                                         for q in range(Q) for y in range(G)),
+        abstraction=NSChart(labels=tuple(label(q, j) for q in range(Q) for j in range(G2)),
                             neg=neg, window=window),
-        info={"error_bound": "exp(n·log(K·w_max/w_min) − L)"})
+        info={"error_bound": "exp(n·log(K·w_max/w_min) − L), K = Q(2·G_net+1)",
+              "bottom": bottom})
 
 
 def compile_dpda(machine: DPDA, dtype: torch.dtype = torch.float32, **options) -> CompiledNetwork:

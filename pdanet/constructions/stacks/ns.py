@@ -2,11 +2,35 @@
 
 Input: log action weights ``log Δ`` of shape (B, T, Q, G, Q, 2G+1) — for step t, from (state q,
 top x) to state r with operation v — where stack symbol 0 is ⊥ and the Op axis is
-``[push y for y < G] + [replace y for y < G] + [pop]``. Entries that would push ⊥, replace into
-or out of ⊥ (except ⊥ → ⊥, a no-op at the bottom) or pop ⊥ are ignored. Output (`NSResult`):
-``log_alpha`` (B, T+1, Q, G), the forward weights of Eqs. 3–4 (with the bottom level described in
-`pdanet.automata.weighted`, so runs that empty the stack keep counting), and the reading: over
-(state, top) pairs (RNS mode, §3.2) or over tops (NS mode, Eq. 5), zeros where no run survives.
+``[push y for y < G] + [replace y for y < G] + [pop]``. Output (`NSResult`): ``log_alpha``
+(B, T+1, Q, G), the forward weights, and the reading: over (state, top) pairs (RNS mode, §3.2)
+or over tops (NS mode, Eq. 5), zeros where no run survives.
+
+Three conventions for the bottom of the stack (``bottom``):
+
+- ``"paper"`` (default): Eqs. 2–4 as written (with Eq. 4 summing from i = 0, as the authors'
+  code of the paper does), every action entry counts. ⊥ is an ordinary stack symbol that may be
+  pushed, replaced and (once pushed) popped; the initial ⊥ of time 0 is never replaced nor
+  popped, so step 1 can only push, and no run pops back down to the initial ⊥ (a run whose
+  only symbol above it is popped dies). `pdanet.constructions.stacks.reference_ns` computes
+  the same equations cell by cell, and the windowed variant (γ[i→t] = 0 for t − i > D).
+- ``"reachable"``: the convention of the authors' later code (DuSell & Chiang 2023, their "bottom
+  symbol fix"): the initial ⊥ is the top at time 0, may be replaced, and runs may pop back down
+  to it; it is never popped. Computed as the paper's equations on the actions with one step
+  put first whose only action pushes ⊥ from (q0, ⊥) to q0 with weight 1 (that ⊥ is then an
+  ordinary pushed symbol above the paper's bottom), dropping that step's output; with a window
+  the initial ⊥ can be on top only at steps t < D, as in the authors' windowed code.
+- ``"extended"``: the bottom level of `pdanet.automata.weighted` (Lang's algorithm for a
+  weighted PDA whose ⊥ is the initial bottom): the initial ⊥ is the top at time 0 and may stay
+  the top (a ⊥ → ⊥ no-op, the replace ⊥-by-⊥ entry), runs that pop back to it keep counting,
+  and the entries that would push ⊥, replace into or out of ⊥ (except ⊥ → ⊥) or pop ⊥ are
+  ignored. This is what a compiled weighted PDA means by its ⊥; the readings differ from the
+  paper's on the same actions.
+
+``normalize`` applies Eq. 1 first (the actions of each (q, x) are a softmax over (r, v): the
+NS-RNN's probabilities; under "extended" over the entries it keeps), otherwise the weights are
+exp(log Δ) (§3.1, the "+U" of the RNS-RNN). `NondeterministicStack.variant` names the four
+models of §4: NS, NS+S, NS+U and RNS (= NS+S+U).
 
 Arithmetic (a max-shift per column instead of a logsumexp per entry). The stack WFA weights
 γ[i→t] (Eq. 2) are kept scaled, E[i→t] = γ[i→t]·e^{P[i]−P[t]}, with one log normaliser P[t] per
@@ -24,7 +48,7 @@ Per step t, with rows i over the kept range at once (no loop over i or over the 
 - one matrix product of column t−1 with [replace | pop] actions gives the replace term of
   Eq. 2 and X[k][u,y→r] = Σ_{s,z} E[k→t−1][u,y→s,z] Δ[t][s,z→r,pop];
 - one batched product over (k, u) gives the pop term Σ_k E[i→k]·X[k] for all rows i at once;
-- one max-shifted product gives α[t] (Eq. 4) and the bottom level.
+- one max-shifted product gives α[t] (Eq. 4) and, under "extended", the bottom level.
 
 Unlimited stack (window None): the γ live in one preallocated tensor ``F[b, y, i, q, x, k, u]``
 (row i, column k), so the pop operand (rows 0..t−3, columns 1..t−2) is a strided view; entries
@@ -59,6 +83,12 @@ from pdanet.constructions.stacks.ns_window import (
     windowed_chart,
 )
 from pdanet.errors import InputError
+
+BOTTOMS = ("paper", "reachable", "extended")
+
+# variant name -> (reading mode, normalised actions) (the paper's §4 models)
+VARIANTS = {"ns": ("ns", True), "ns+s": ("rns", True), "ns+u": ("ns", False),
+            "rns": ("rns", False)}
 
 
 @dataclass(frozen=True)
@@ -227,7 +257,8 @@ class _Read(torch.autograd.Function):
 
 def _unlimited(push, rp, bottom, v0) -> tuple[torch.Tensor, torch.Tensor, int]:
     """The unlimited chart (`_Tape`) over per-step actions (lists of T tensors: push (B, Q, G, Q,
-    G), rp (B, QG, QG+Q), bottom (B, Q, Q)) → (v (T+1, B, Q, G), log s (T, B), entries stored)."""
+    G), rp (B, QG, QG+Q), bottom (B, Q, Q) for the "extended" bottom level, None for the paper's
+    equations) → (v (T+1, B, Q, G), log s (T, B), entries stored)."""
     T = len(push)
     B, Q, G = v0.shape
     QG = Q * G
@@ -247,10 +278,12 @@ def _unlimited(push, rp, bottom, v0) -> tuple[torch.Tensor, torch.Tensor, int]:
                 C = torch.cat([rep[:, :rows] + popt, rep[:, rows:], push[t - 1][:, None]], 1)
             else:
                 C = torch.cat([rep, push[t - 1][:, None]], 1)
-            Y = torch.cat([X[:, :, :, 0], bottom[t - 1][:, None]], 1)   # bottom level
+            if bottom is not None:
+                Y = torch.cat([X[:, :, :, 0], bottom[t - 1][:, None]], 1)   # bottom level
         else:
             C = push[0][:, None]
-            Y = bottom[0][:, None]
+            if bottom is not None:
+                Y = bottom[0][:, None]
         with torch.no_grad():
             s = C.amax(dim=(1, 2, 3, 4, 5))
             s = torch.where(s > 0, s, 1.0)
@@ -261,15 +294,19 @@ def _unlimited(push, rp, bottom, v0) -> tuple[torch.Tensor, torch.Tensor, int]:
         Vr = chart.read(t)                                               # (B, t, Q, G)
         with torch.no_grad():
             wm = Vr.amax(dim=(1, 2, 3)).nan_to_num(neginf=0.0)
-            wm0 = Vr[..., 0].amax(dim=(1, 2)).nan_to_num(neginf=0.0)
-            shift = wm[:, None, None].repeat(1, Q, G)                    # w, and w⊥ for ⊥
-            shift[:, :, 0] = wm0[:, None]
         ev = torch.exp(Vr - wm[:, None, None, None])
-        ev0 = torch.exp(Vr[..., 0] - wm0[:, None, None])
         acc = torch.bmm(ev.reshape(B, 1, -1), E.view(B, -1, QG)).view(B, Q, G)
-        accb = torch.bmm(ev0.reshape(B, 1, -1), Y.reshape(B, -1, Q)).view(B, Q, 1)
-        acc = torch.cat([accb / s.view(B, 1, 1), acc[:, :, 1:]], dim=2)
-        v = _safe_log(acc) + shift
+        if bottom is None:                                               # Eq. 4, every y
+            v = _safe_log(acc) + wm[:, None, None]
+        else:
+            with torch.no_grad():
+                wm0 = Vr[..., 0].amax(dim=(1, 2)).nan_to_num(neginf=0.0)
+                shift = wm[:, None, None].repeat(1, Q, G)                # w, and w⊥ for ⊥
+                shift[:, :, 0] = wm0[:, None]
+            ev0 = torch.exp(Vr[..., 0] - wm0[:, None, None])
+            accb = torch.bmm(ev0.reshape(B, 1, -1), Y.reshape(B, -1, Q)).view(B, Q, 1)
+            acc = torch.cat([accb / s.view(B, 1, 1), acc[:, :, 1:]], dim=2)
+            v = _safe_log(acc) + shift
         chart.write(t, E, v)
         prev = E
     logs_t = torch.stack(logs) if logs else v0.new_zeros(0, B)
@@ -296,14 +333,23 @@ class NondeterministicStack(nn.Module):
     """Parameter-free stack WFA of the (R)NS-RNN (see the module docstring).
 
     ``mode`` "rns" reads (state, top) pairs, "ns" reads tops; ``window`` is D of §5.1 (None =
-    unlimited); ``start`` the index of the initial state q0.
+    unlimited); ``start`` the index of the initial state q0; ``bottom`` "paper" (the paper's
+    equations, default), "reachable" (the authors' later convention) or "extended" (the
+    weighted PDA's bottom level), see the module docstring;
+    ``normalize`` applies Eq. 1 (softmax of the actions over (r, v) for each (q, x)) to the
+    given log actions. `variant` builds NS, NS+S, NS+U or RNS by name.
     """
 
     def __init__(self, num_states: int, num_stack: int, mode: str = "rns",
-                 window: int | None = None, start: int = 0):
+                 window: int | None = None, start: int = 0, bottom: str = "paper",
+                 normalize: bool = False):
         super().__init__()
         if mode not in ("rns", "ns"):
             raise InputError(f"mode must be 'rns' or 'ns', got {mode!r}")
+        if bottom not in BOTTOMS:
+            raise InputError(f"bottom must be one of {BOTTOMS}, got {bottom!r}")
+        if not isinstance(normalize, bool):
+            raise InputError(f"normalize must be True or False, got {normalize!r}")
         if num_states < 1 or num_stack < 2:
             raise InputError(f"need at least 1 state and 2 stack symbols (⊥ and one more), got "
                              f"{num_states} states and {num_stack} symbols")
@@ -314,6 +360,18 @@ class NondeterministicStack(nn.Module):
             raise InputError(f"start state index {start} is outside 0..{num_states - 1}")
         self.num_states, self.num_stack = num_states, num_stack
         self.mode, self.window, self.start = mode, window, start
+        self.bottom, self.normalize = bottom, normalize
+
+    @classmethod
+    def variant(cls, name: str, num_states: int, num_stack: int, **options
+                ) -> NondeterministicStack:
+        """The stack of one of the models the paper compares (§4): "ns" (normalised actions,
+        tops read), "ns+s" (normalised, (state, top) read), "ns+u" (unnormalised, tops read)
+        or "rns" (= NS+S+U: unnormalised, (state, top) read); ``options`` as for the class."""
+        if name not in VARIANTS:
+            raise InputError(f"variant must be one of {sorted(VARIANTS)}, got {name!r}")
+        mode, normalize = VARIANTS[name]
+        return cls(num_states, num_stack, mode=mode, normalize=normalize, **options)
 
     def action_shape(self, batch: int, time: int) -> tuple:
         Q, G = self.num_states, self.num_stack
@@ -339,9 +397,23 @@ class NondeterministicStack(nn.Module):
         Q, G, D = self.num_states, self.num_stack, self.window
         QG = Q * G
         dev = log_actions.device
-        mask = valid_mask(G, dev)[None, None, None, :, None, :]
+        paper = self.bottom != "extended"          # "reachable" runs the paper's equations
         # time-major (T, B, ...), so that each step reads one contiguous slab
-        lact = log_actions.transpose(0, 1).contiguous().masked_fill(~mask, float("-inf"))
+        lact = log_actions.transpose(0, 1).contiguous()
+        if not paper:
+            mask = valid_mask(G, dev)[None, None, None, :, None, :]
+            lact = lact.masked_fill(~mask, float("-inf"))
+        if self.normalize:            # Eq. 1 (a row without finite entries stays all 0)
+            ok = torch.isfinite(lact).any(dim=(4, 5), keepdim=True)
+            lse = torch.logsumexp(torch.where(ok, lact, torch.zeros_like(lact)), dim=(4, 5),
+                                  keepdim=True)
+            lact = lact - torch.where(ok, lse, torch.zeros_like(lse))
+        reach = self.bottom == "reachable"
+        if reach:               # a first step that pushes ⊥ (weight 1) from (q0, ⊥) to q0
+            first = lact.new_full((1,) + tuple(lact.shape[1:]), float("-inf"))
+            first[0, :, self.start, 0, self.start, 0] = 0.0
+            lact = torch.cat([first, lact])
+            T += 1
         # m[t]: a detached max-shift per (step, batch); d = exp(log Δ − m) in linear scale
         m = lact.detach().amax(dim=(2, 3, 4, 5))
         m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
@@ -350,9 +422,9 @@ class NondeterministicStack(nn.Module):
         v0[:, self.start, 0] = 0.0
         if D is None:     # per-step views (the backward of unbind is one stack per tensor)
             Vt, logs, stored = _unlimited(d[..., :G].unbind(0), replace_pop(d).unbind(0),
-                                          bottom_noop(d).unbind(0), v0)
+                                          None if paper else bottom_noop(d).unbind(0), v0)
         else:
-            Vt, logs = windowed_chart(d, v0, D)
+            Vt, logs = windowed_chart(d, v0, D, paper)
             stored = chart_entries(B, Q, G, D, T, Vt.requires_grad)
         P = torch.cat([m.new_zeros(1, B), torch.cumsum(m + logs, dim=0)])   # constants
         V = _batch_major(Vt)                                             # (B, T+1, Q, G)
@@ -366,7 +438,10 @@ class NondeterministicStack(nn.Module):
                               torch.zeros_like(flat)).reshape(B, T + 1, Q, G)
         if self.mode == "ns":
             reading = reading.sum(dim=2)
-        return NSResult(log_alpha, reading, norm + Pb, stored)
+        log_norm = norm + Pb
+        if reach:                                                        # drop the first step
+            log_alpha, reading, log_norm = log_alpha[:, 1:], reading[:, 1:], log_norm[:, 1:]
+        return NSResult(log_alpha, reading, log_norm, stored)
 
 
-__all__ = ["NSResult", "NondeterministicStack", "valid_mask"]
+__all__ = ["BOTTOMS", "VARIANTS", "NSResult", "NondeterministicStack", "valid_mask"]

@@ -24,7 +24,10 @@ Per step (Eqs. 2 and 4, with push | replace | pop actions already exponentiated 
   α    = Σ_i e^{v[i]−w} E[i→t],  v[t] = log α + w                (tops y ≠ ⊥)
   α⊥   = Σ_k e^{v[k]_⊥−w⊥} [X[k]_{y=⊥}, bottom] / s,  v[t]_⊥ = log α⊥ + w⊥   (the bottom level)
 where w is the largest of v[t−1−D..t−1] and w⊥ the largest of their ⊥ entries (the bottom
-level can lie far below the rest, further than the dtype's range). s, w and w⊥ are constants
+level can lie far below the rest, further than the dtype's range). The α⊥ line is the
+"extended" bottom convention of `pdanet.constructions.stacks.ns`; under the paper's equations
+(``paper``, also used for "reachable") ⊥ is an ordinary top, α = Σ_i e^{v[i]−w} E[i→t] for
+every y including ⊥, and the forward and backward passes skip the bottom-level terms. s, w and w⊥ are constants
 for autograd (the result does not depend on them), so the hand-written gradient is that of the
 plain recurrence. The backward pass
 keeps the gradient of the pop operands in two band segments that take turns and the gradient
@@ -158,7 +161,7 @@ def _levels(out: torch.Tensor, bottom: torch.Tensor) -> torch.Tensor:
 
 
 class WindowedChart(torch.autograd.Function):
-    """(d (T, B, Q, G, Q, 2G+1), v0 (B, Q, G), D, keep) → (V (T+1, B, Q, G), log s (T, B)): the
+    """(d (T, B, Q, G, Q, 2G+1), v0 (B, Q, G), D, keep, paper) → (V (T+1, B, Q, G), log s (T, B)): the
     windowed recurrence of the module docstring on the shifted, exponentiated actions d
     (time-major, Op axis [push | replace | pop], invalid operations 0). Only V carries a
     gradient. The chart is kept in band segments of S = `segment_steps`(D) steps: all of them
@@ -166,7 +169,7 @@ class WindowedChart(torch.autograd.Function):
     pass without gradients holds O(S + D) columns whatever T."""
 
     @staticmethod
-    def forward(ctx, d, v0, D, keep):
+    def forward(ctx, d, v0, D, keep, paper=False):
         T, B, Q, G = d.shape[:4]
         QG, n = Q * G, D - 2
         push = d[..., :G]                                        # (T, B, Q, G, Q, G)
@@ -179,7 +182,8 @@ class WindowedChart(torch.autograd.Function):
         Abuf = v0.new_zeros((T + 1, B, Q, G))                   # α-sums before the log
         S, Wm = v0.new_ones((T, B)), v0.new_zeros((T, 2, B))    # scales s, shifts w and w⊥
         prev = d.new_zeros((B, D * QG, QG))                      # E[·→0]: no rows
-        pushes, rps, bottoms = push.unbind(0), rp.unbind(0), bottom_noop(d).unbind(0)
+        pushes, rps = push.unbind(0), rp.unbind(0)
+        bottoms = None if paper else bottom_noop(d).unbind(0)
         M = None
         with flush_denormals():
             for t in range(1, T + 1):
@@ -205,21 +209,24 @@ class WindowedChart(torch.autograd.Function):
                 band.column(M, u).copy_(C)
                 Vr = Vbuf[t - 1:t + D]                           # v[t−1−D..t−1]
                 w = torch.amax(Vr, dim=(0, 2, 3), out=Wm[t - 1, 0]).nan_to_num_(neginf=0.0)
-                w0 = torch.amax(Vr[..., 0], dim=(0, 2), out=Wm[t - 1, 1]).nan_to_num_(neginf=0.0)
                 ev = torch.exp(Vr - w.view(1, B, 1, 1))
-                ev0 = torch.exp(Vr[..., 0] - w0.view(1, B, 1))     # the ⊥ level's own shift
                 prev = C.view(B, D * QG, QG)
                 a = Abuf[t]                                      # Eq. 4
                 torch.bmm(ev[1:].permute(1, 0, 2, 3).reshape(B, 1, D * QG), prev,
                           out=a.view(B, 1, QG))
+                v = torch.log(a, out=Vbuf[t + D])
+                if paper:
+                    v += w.view(B, 1, 1)
+                    continue
+                w0 = torch.amax(Vr[..., 0], dim=(0, 2), out=Wm[t - 1, 1]).nan_to_num_(neginf=0.0)
+                ev0 = torch.exp(Vr[..., 0] - w0.view(1, B, 1))     # the ⊥ level's own shift
                 a[:, :, 0] = torch.bmm(ev0.transpose(0, 1).reshape(B, 1, (D + 1) * Q),
                                        _levels(out, bottoms[t - 1])).view(B, Q) / s.view(B, 1)
-                v = torch.log(a, out=Vbuf[t + D])
+                v[:, :, 0] = torch.log(a[:, :, 0]) + w0.view(B, 1)
                 v[:, :, 1:] += w.view(B, 1, 1)
-                v[:, :, 0] += w0.view(B, 1)
         if keep:
             ctx.save_for_backward(d, rp, Vbuf, Abuf, S, Wm, *segments)
-        ctx.band, ctx.T = band, T
+        ctx.band, ctx.T, ctx.paper = band, T, paper
         logs = torch.log(S)
         ctx.mark_non_differentiable(logs)
         return Vbuf[D:].clone(), logs
@@ -228,7 +235,7 @@ class WindowedChart(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, gV, _):
         d, rp, Vbuf, Abuf, S, Wm, *segments = ctx.saved_tensors
-        band, T = ctx.band, ctx.T
+        band, T, paper = ctx.band, ctx.T, ctx.paper
         B, Q, G, D = band.B, band.Q, band.G, band.D
         QG, n = Q * G, D - 2
         turns = [band.new(d) for _ in range(2 if T else 0)]       # pop gradients
@@ -247,29 +254,31 @@ class WindowedChart(torch.autograd.Function):
                 s, w, w0 = S[t - 1].view(B, 1), Wm[t - 1, 0].view(1, B, 1, 1), Wm[t - 1, 1]
                 a = Abuf[t]
                 ga = torch.where(a > 0, gVb[t + D] / a, 0.0)                     # d log α
-                gab = ga[:, :, 0] / s                                            # bottom level
-                ga[:, :, 0] = 0
+                if not paper:
+                    gab = ga[:, :, 0] / s                                        # bottom level
+                    ga[:, :, 0] = 0
                 ev = torch.exp(Vbuf[t - 1:t + D] - w)
-                ev0 = torch.exp(Vbuf[t - 1:t + D, :, :, 0] - w0.view(1, B, 1))
                 prev = band.column(M, u - 1).reshape(B, D * QG, QG)
                 out = torch.bmm(prev, rps[t - 1]).view(B, D, Q, G, QG + Q)
                 # Eq. 4: gradients to the v's (through ev), to E[·→t] and to the levels
                 gvr = torch.bmm(E, ga.view(B, QG, 1)).view(B, D, Q, G).transpose(0, 1)
-                gv0 = torch.bmm(_levels(out, bottoms[t - 1]), gab.view(B, Q, 1))
                 gVb[t:t + D] += gvr * ev[1:]
-                gVb[t - 1:t + D, :, :, 0] += gv0.view(B, D + 1, Q).transpose(0, 1) * ev0
                 gE = torch.baddbmm(g_next, ev[1:].permute(1, 0, 2, 3).reshape(B, D * QG, 1),
                                    ga.view(B, 1, QG))
                 gE += band.column(gM, u).reshape(B, D * QG, QG)
-                gY = torch.bmm(ev0.transpose(0, 1).reshape(B, (D + 1) * Q, 1),
-                               gab.view(B, 1, Q)).view(B, D + 1, Q, Q)
                 # E = C / s with C = [rep + pop, rep, push]
                 gC = (gE / s.view(B, 1, 1)).view(B, D, Q, G, Q, G)
                 g_push[t - 1] = gC[:, D - 1]
-                g_bottom[t - 1] += gY[:, D]
                 g_out = out.new_zeros((B, D, Q, G, QG + Q))
                 g_out[:, 1:, :, :, :QG] = gC[:, :D - 1].reshape(B, D - 1, Q, G, QG)
-                g_out[:, :, :, 0, QG:] = gY[:, :D]
+                if not paper:
+                    ev0 = torch.exp(Vbuf[t - 1:t + D, :, :, 0] - w0.view(1, B, 1))
+                    gv0 = torch.bmm(_levels(out, bottoms[t - 1]), gab.view(B, Q, 1))
+                    gVb[t - 1:t + D, :, :, 0] += gv0.view(B, D + 1, Q).transpose(0, 1) * ev0
+                    gY = torch.bmm(ev0.transpose(0, 1).reshape(B, (D + 1) * Q, 1),
+                                   gab.view(B, 1, Q)).view(B, D + 1, Q, Q)
+                    g_bottom[t - 1] += gY[:, D]
+                    g_out[:, :, :, 0, QG:] = gY[:, :D]
                 if n > 0:
                     gp = gC[:, :n].permute(0, 5, 1, 2, 3, 4).reshape(B * G, n * QG, Q)
                     gX = torch.bmm(band.pop_block(M, u).transpose(1, 2), gp)
@@ -285,7 +294,7 @@ class WindowedChart(torch.autograd.Function):
                     band.carry_back(gM, old)
         gd[..., G:2 * G] += g_rp[..., :QG].view(T, B, Q, G, Q, G)
         gd[..., 2 * G] += g_rp[..., QG:].view(T, B, Q, G, Q)
-        return gd, None, None, None
+        return gd, None, None, None, None
 
 
 def replace_pop(d: torch.Tensor) -> torch.Tensor:
@@ -301,10 +310,12 @@ def bottom_noop(d: torch.Tensor) -> torch.Tensor:
     return d[:, :, :, 0, :, d.shape[3]]
 
 
-def windowed_chart(d: torch.Tensor, v0: torch.Tensor, D: int) -> tuple[torch.Tensor, torch.Tensor]:
+def windowed_chart(d: torch.Tensor, v0: torch.Tensor, D: int,
+                   paper: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """`WindowedChart`, keeping the chart for a backward pass only when grad mode is on and d
-    requires a gradient."""
-    return WindowedChart.apply(d, v0, D, torch.is_grad_enabled() and d.requires_grad)
+    requires a gradient; ``paper``: the paper's Eq. 4 for every top (no bottom level, see
+    `pdanet.constructions.stacks.ns`)."""
+    return WindowedChart.apply(d, v0, D, torch.is_grad_enabled() and d.requires_grad, paper)
 
 
 def chart_entries(B: int, Q: int, G: int, D: int, T: int, keep: bool) -> int:

@@ -56,7 +56,9 @@ def certify_ns_rnn(machine, net: CompiledNetwork, max_length: int | None = None,
     log 0, as a function of the length n (module docstring).
 
     Lemma N1 (ns.py, `error_bound`): the spurious mass of an n-step prefix relative to its true
-    mass is ≤ b(n) = exp(n·log(K·w_max/w_min) − L), K = Q(2G+1). Lemma N2: a relative mass error
+    mass is ≤ b(n) = exp(n·log(K·w_max/w_min) − L), K = Q(2G+1) with G the network's stack
+    symbols (2× the machine's under the "paper" encoding of ⊥, whose runs are the machine's
+    one to one, `pdanet.constructions.ns`). Lemma N2: a relative mass error
     ≤ b in the forward weights α moves the normalised reading α/Σα by ≤ b/(1+b) ≤ b per entry
     (|eA − αE| ≤ A·E for 0 ≤ e ≤ E, 0 ≤ α ≤ A). Lemma N3 (the output decision at −L/2): an
     accepted prefix has log weight ≥ n·log w_min, a rejected one only spurious runs, each with a
@@ -95,7 +97,7 @@ def certify_ns_rnn(machine, net: CompiledNetwork, max_length: int | None = None,
                            "pn.verify")
     wpda = machine if isinstance(machine, WeightedPDA) else WeightedPDA.from_pda(machine)
     mine = (wpda.num_states, wpda.num_stack, len(wpda.alphabet))
-    theirs = (net.module.Q, net.module.G, net.module.embedding.num_embeddings - 1)
+    theirs = (net.module.Q, net.module.machine_stack, net.module.embedding.num_embeddings - 1)
     if mine != theirs:
         raise CertificationError(
             f"the network was compiled for a machine with (states, stack symbols, input symbols) "
@@ -104,13 +106,14 @@ def certify_ns_rnn(machine, net: CompiledNetwork, max_length: int | None = None,
     L = float(net.abstraction.neg)
     W = wpda.weight_tensor(srm.REAL)
     pos = W[W > 0]
-    K = wpda.num_states * (2 * wpda.num_stack + 1)
+    Gn = net.module.G                                   # the network's stack symbols
+    K = wpda.num_states * (2 * Gn + 1)
     growth = math.log(K * pos.max() / pos.min()) if pos.size else 0.0
     decide = max(math.log(K * pos.max()), -math.log(pos.min()), 1e-300) if pos.size else 1e-300
     n_read = int((L + math.log(tol)) / growth) if growth > 0 else 10**18
-    while n_read > 0 and error_bound(wpda, n_read, L) > tol:
+    while n_read > 0 and error_bound(wpda, n_read, L, Gn) > tol:
         n_read -= 1
-    while error_bound(wpda, n_read + 1, L) <= tol and n_read < 10**18:
+    while error_bound(wpda, n_read + 1, L, Gn) <= tol and n_read < 10**18:
         n_read += 1
     n_dec = math.ceil(L / (2 * decide)) - 1
     n_max = min(n_read, n_dec)
@@ -126,7 +129,7 @@ def certify_ns_rnn(machine, net: CompiledNetwork, max_length: int | None = None,
         failing = FailingCase("step", f"string {bad.string!r}", None, bad.step, bad.field,
                               (float(np.max(bad.got)), float(np.max(bad.got))),
                               (float(np.max(bad.expected)), float(np.max(bad.expected))))
-    bound_n = error_bound(wpda, n_max, L)
+    bound_n = error_bound(wpda, n_max, L, Gn)
     notes = (
         (f"reading error from the stand-in −L = −{L:g} for log 0: ≤ b(n) = "
          f"exp(n·log(K·w_max/w_min) − L) with K = {K}, log(K·w_max/w_min) = {growth:.4g}; "
