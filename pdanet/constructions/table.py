@@ -310,6 +310,48 @@ def _stack_rnn(mtype: type, memory: str) -> Entry:
                  requires=_realtime_with(memory), example=example)
 
 
+# the source papers' own models (`pdanet.models`): method = the model's name, compile function
+# ``compile_<name>``, precondition ``requires_<name>`` and example ``EXAMPLE_<NAME>`` in its file
+_M = "pdanet.models."
+
+
+def _model_requires(module: str, name: str) -> Precondition:
+    """The model's own precondition, imported on first use."""
+
+    def requires(machine: Any) -> str | PdanetError | None:
+        return getattr(importlib.import_module(_M + module), f"requires_{name}")(machine)
+
+    return requires
+
+
+def _model_example(module: str, name: str, mtype: type) -> Callable[[], Machine]:
+    """The model's own example where it is a ``mtype``, else the table's stack-RNN example of
+    that type (which the model then accepts)."""
+
+    def build() -> Machine:
+        own = getattr(importlib.import_module(_M + module), f"EXAMPLE_{name.upper()}")
+        return own if isinstance(own, mtype) else _STACK_RNN_EXAMPLES[mtype]()
+
+    build.__name__ = f"_{name}_{mtype.__name__.lower()}"
+    return build
+
+
+def _model(mtype: type, target: str, module: str, name: str, default: bool) -> Entry:
+    return Entry(mtype, target, name, f"{_M}{module}:compile_{name}", default=default,
+                 requires=_model_requires(module, name),
+                 example=_model_example(module, name, mtype))
+
+
+# (file in pdanet.models, model name, target, machine types it compiles, types for which it is
+# the target's default method)
+MODELS: tuple[tuple[str, str, str, tuple[type, ...], tuple[type, ...]], ...] = (
+    ("hao", "hao_linear", "stack_rnn", (DPDT,), ()),
+    ("hao", "hao_lstm", "stack_rnn", (DFA, DPDA, DPDT), ()),
+    ("hao", "hao_buffered", "buffered_stack_rnn", (DFA, DPDT), (DFA,)),
+    ("joulin_mikolov", "joulin_mikolov_stack_rnn", "stack_rnn", (DFA, DPDA, DPDT), ()),
+)
+
+
 TABLE: tuple[Entry, ...] = (
     # Dyck-(k, m): Hewitt et al. (2020), three slot codes in an Elman or LSTM network
     *(Entry(DyckKM, target, code, f"{_C}dyck:compile_dyck_{target}", (("method", code),),
@@ -329,6 +371,9 @@ TABLE: tuple[Entry, ...] = (
           default=True, example=_burst),
     Entry(DPDA, "buffered_stack_rnn", "grefenstette", _C + "buffered:compile_buffered",
           default=True, example=_anbn_eps),
+    # the source papers' own models, compiled (method = model name; `compile(..., model=…)`)
+    *(_model(mtype, target, module, name, mtype in default_for)
+      for module, name, target, types, default_for in MODELS for mtype in types),
     # the nondeterministic stack RNN of DuSell & Chiang (2021)
     Entry(WeightedPDA, "ns_rnn", "embedding", _C + "ns:compile_weighted", default=True,
           requires=_realtime_weighted, example=_weighted),
@@ -381,6 +426,9 @@ REFUSALS: tuple[Refusal, ...] = (
 
 # the index `compile` and `available` read: `TABLE` plus entries added by `register`
 _REGISTRY: dict[tuple[type, str, str], Entry] = {e.key: e for e in TABLE}
+if len(_REGISTRY) != len(TABLE):                     # one entry per (type, target, method)
+    raise AssertionError("the construction table names a (type, target, method) twice: "
+                         f"{sorted({str(e.key) for e in TABLE if [f.key for f in TABLE].count(e.key) > 1})}")
 _DEFAULT_METHOD: dict[tuple[type, str], str] = {
     (e.machine_type, e.target): e.method for e in TABLE if e.default}
 _FIXED = frozenset(e.key for e in TABLE)
