@@ -349,6 +349,8 @@ MODELS: tuple[tuple[str, str, str, tuple[type, ...], tuple[type, ...]], ...] = (
     ("hao", "hao_lstm", "stack_rnn", (DFA, DPDA, DPDT), ()),
     ("hao", "hao_buffered", "buffered_stack_rnn", (DFA, DPDT), (DFA,)),
     ("joulin_mikolov", "joulin_mikolov_stack_rnn", "stack_rnn", (DFA, DPDA, DPDT), ()),
+    ("suzgun", "suzgun_stack_rnn", "stack_rnn", (DFA, DPDA, DPDT), ()),
+    ("suzgun", "suzgun_stack_lstm", "stack_rnn", (DFA, DPDA, DPDT), ()),
 )
 
 

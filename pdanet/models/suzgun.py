@@ -1,0 +1,1050 @@
+"""The memory-augmented RNNs of Suzgun et al. (2019) §3, as trainable modules, and their compiler.
+
+Models (Suzgun, Gehrmann, Belinkov & Shieber 2019, "Memory-Augmented Recurrent Neural Networks
+Can Learn Generalized Dyck Languages", §3.1–3.4; equation lines cited by section):
+
+- `SuzgunStackRNN` (§3.1): with x_t one-hot and s_{t−1}^{(0)} the stack's top cell,
+
+      h̃_{t−1} = h_{t−1} + W_sh s_{t−1}^{(0)}
+      h_t     = tanh(W_ih x_t + b_ih + W_hh h̃_{t−1} + b_hh)
+      y_t     = σ(W_y h_t)          a_t = softmax(W_a h_t)          n_t = σ(W_n h_t)
+
+  and the stack update s_t = a_t^{(0)}·push(n_t) + a_t^{(1)}·pop (`SuzgunStack`, no no-op).
+- `SuzgunStackLSTM` (§3.2): h_t = LSTM(x_t, h̃_{t−1}) (PyTorch's LSTM cell, gates i, f, g, o).
+- `SuzgunBabyNTM` (§3.3): the Stack-RNN controller on the fixed `BabyNTM` memory (five ops,
+  M_t = Σ_i a_t^{(i)} OP_i M_{t−1}, M_t^{(0)} += n_t). Module only: no construction compiles into
+  it (an unbounded machine gets a typed error naming the stack models).
+
+Softmax options (§3.4): ``temperature`` τ gives a_t = softmax(W_a h_t / τ); ``gumbel=True`` gives
+a_t = softmax((W_a h_t + g)/τ) with g_i i.i.d. Gumbel(0, 1) while the module is training (the
+paper's Gumbel-softmax; in ``eval()`` mode no noise is drawn, as at the paper's evaluation). The
+linear maps W_y, W_a, W_n carry biases (``nn.Linear``); the equations omit them. The initial
+state h_0 (and c_0) is a parameter (zeros at random init). ``forward(ids)`` (−1 padding) returns
+``(states (B, T+1, S), logits (B, T+1, O))`` with states[t] = [h_t; s_t^{(0)}; k_t; ids_t] — the
+controller state, the top cell, and an exact read-back of the stack (k_t cells with occupancy
+> 1/2 and their symbol ids, as `pdanet.constructions.controllers.StackRNN` gives it); logits are
+W_y h_t + b (y_t = σ(logits)).
+
+Construction (`compile_suzgun_stack_rnn`, `compile_suzgun_stack_lstm`): a real-time
+deterministic machine whose store is a stack (DPDA, DPDT, DFA, Mealy machine) becomes one
+instance of the model. Hidden units are Elman threshold units as in
+`pdanet.constructions.controllers` ("the controller was in state c, read input a and the top
+was X": z = Σ x_t[a] + Σ_{i → c} ind(h_i) + m_X − 5/2, ind(h) = (h + 1)/2, exactly one unit
+on per step), with these choices for the paper's model:
+
+1. One op per step, no no-op: the paper's stack only pushes or pops, so the controller holds the
+   machine's top when the memory cannot follow it in one op. Controller state c = (p, mode):
+   U (memory = the machine's stack), H_y (top y held, known to the controller) or L (top held
+   in the *latch*: it is the reading before the previous step). In H_y and L the memory holds
+   the stack below the held top. Rule (`_one_op`), from U: noop → pop, to L (the popped top is
+   what the latch keeps); replace by y → pop, to H_y; push / pop → the same. From H_X or L:
+   noop → push X, to U; replace by y → push y, to U; push y → push X, to H_y; pop → pop, to L
+   (the new top is the memory's top before this step, which the latch now keeps). No machine
+   move costs an extra step; `net.bound` counts |Γ| + 3 modes per machine state.
+2. The reading enters only through h̃ (W_hh W_sh s^{(0)}), so the construction adds one *relay*
+   unit per code bit that some unit tests: its row of the recurrence is zero (h = tanh 0 = 0 at
+   every step) and W_sh copies bit k of the top into h̃ at the relay's index, where W_hh's
+   column carries the reading tests. A *latch* unit per latched bit k is 2·bit_k(s_{t−1}^{(0)})
+   − 1 (a threshold of its relay); mode-L units test the latch instead of the reading.
+3. Few units: a unit tests only the bits that tell apart the tops the machine has a move for
+   and that act differently (the fewest such bits over the whole machine; tops it has no move
+   for are dead configurations, outside what the network must match); a unit whose every
+   defined top acts alike tests nothing; units with the same test and the same step (next
+   controller state, action, pushed code, output) on a rectangle (controller states) × (inputs)
+   are one unit (a sum of one-hot indicators over a set is still 0 or 1). There is no start unit
+   when some unit enters the initial controller state with the initial output: h_0 turns it on.
+4. Heads: y, a and n read the units through affine maps whose pre-activations are ±βH/2 with
+   H = `HEAD` = 32 (±1024 at β = 64): σ and softmax then give exact 0/1 (one-hot) values in
+   float32 and float64 (e^{−1024} underflows to 0). The temperature is folded into W_a
+   (W_a = τ·…), so W_a h / τ is the same at every τ. With Gumbel noise g the action stays
+   exactly one-hot whenever g_lose − g_win ≤ τ(βH − 750): the gap of W_a h/τ is βH = 2048, and
+   e^{−x} underflows to 0 in float64 (and float32) for x ≥ 750. The noise drawn here is
+   −log(−log u) with u clamped to [1e-20, 1 − 1e-7], so |g| ≤ 16.2 and the condition holds for
+   every draw whenever τ ≥ 1/40 (g_lose − g_win ≤ 20); the paper evaluates without noise, and so does ``eval()`` (the
+   compiled module is returned in eval mode; ``.train()`` turns the noise on).
+5. Empty-stack recognisers: the output reads h_t only, so the controller must know when the
+   stack empties; the construction marks the bottom stack symbol (Γ → Γ ⊎ Γ', as the Dyck tasks
+   do by hand) and tracks "empty" in the controller state (Q → Q × {0, 1}); the decoder maps
+   both back.
+6. LSTM: the input, forget and output gates are constant (bias ±βH/2: i = o = 1, f = 0
+   exactly), the cell gate g carries the Elman unit, so c_t = ±1 and h_t = tanh c_t = ±tanh 1,
+   read downstream through ρ ≈ 1/tanh 1 (`RHO`, a rational with |ρ tanh 1 − 1| < 1e-12).
+
+Margin: every unit's pre-activation is ±1/2 or beyond (one-hot input, one active unit, exact
+0/1 readings), β = 64 gives |βz| ≥ 32 where tanh is exactly ±1 in float32 and float64, so the
+network is bit-exact at every length.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import sympy as sp
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from pdanet import limits
+from pdanet.constructions.abstraction import Abstraction
+from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact
+from pdanet.constructions.controllers import _reader
+from pdanet.constructions.realtime import RealtimeTable, store_codes
+from pdanet.constructions.realtime import table as realtime_table
+from pdanet.constructions.stacks.protocol import SymbolCodes
+from pdanet.constructions.stacks.suzgun import BabyNTM, SuzgunStack
+from pdanet.errors import CompileError, InputError, PdanetError, UnboundedStackError
+
+BETA = 64
+HEAD = 32                       # head pre-activations are ±β·HEAD/2
+RHO = Fraction(1 / math.tanh(1)).limit_denominator(10**7)   # ≈ 1/tanh 1 (LSTM units ±tanh 1)
+MODELS = ("suzgun_stack_rnn", "suzgun_stack_lstm")
+ONE = Fraction(1)
+
+
+# --- the modules -----------------------------------------------------------------------------------
+class _SuzgunController(nn.Module):
+    """Shared part of the Suzgun et al. (2019) models: x_t one-hot, h̃ from the memory reading,
+    the heads y, a (softmax with temperature / Gumbel), n. Subclasses give the cell."""
+
+    cell_kind = "rnn"
+
+    def __init__(self, num_symbols: int, hidden: int, width: int, num_outputs: int,
+                 num_ops: int, temperature: float = 1.0, gumbel: bool = False):
+        super().__init__()
+        for name, v in (("num_symbols", num_symbols), ("hidden", hidden), ("width", width),
+                        ("num_outputs", num_outputs)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise InputError(f"{type(self).__name__}: {name} must be a positive int, got {v!r}")
+        self.temperature = _temperature(temperature)
+        if not isinstance(gumbel, bool):
+            raise InputError(f"gumbel must be True or False, got {gumbel!r}")
+        self.gumbel = gumbel
+        self.num_symbols, self.hidden, self.width = num_symbols, hidden, width
+        self.W_sh = nn.Linear(width, hidden, bias=False)         # §3.1: h̃ = h + W_sh s^(0)
+        self.W_y = nn.Linear(hidden, num_outputs)                # §3.1: y_t = σ(W_y h_t)
+        self.W_a = nn.Linear(hidden, num_ops)                    # §3.1: a_t = softmax(W_a h_t)
+        self.W_n = nn.Linear(hidden, width)                      # §3.1: n_t = σ(W_n h_t)
+        self.h0 = nn.Parameter(torch.zeros(hidden))
+
+    def actions(self, h: torch.Tensor) -> torch.Tensor:
+        """a_t = softmax(W_a h_t / τ) (§3.4 softmax-temp), with Gumbel noise g added to W_a h_t
+        while training when ``gumbel`` (§3.4 Gumbel-softmax; u clamped so that |g| ≤ 16.2)."""
+        logits = self.W_a(h)
+        if self.gumbel and self.training:
+            u = torch.rand_like(logits).clamp(1e-20, 1 - 1e-7)
+            logits = logits - torch.log(-torch.log(u))            # g ~ Gumbel(0, 1)
+        return torch.softmax(logits / self.temperature, -1)
+
+    def _x(self, ids: torch.Tensor) -> torch.Tensor:
+        return F.one_hot(ids.clamp(min=0), self.num_symbols).to(self.h0.dtype)
+
+    def _init(self, B: int):
+        raise NotImplementedError
+
+    def _cell(self, x_t: torch.Tensor, h_tilde: torch.Tensor, state):
+        """(h_t, new recurrent state) from x_t and h̃_{t−1}."""
+        raise NotImplementedError
+
+    def _check_ids(self, ids) -> torch.Tensor:
+        ids = torch.as_tensor(ids)
+        if ids.dim() != 2:
+            raise InputError(f"ids must be (batch, time), got shape {tuple(ids.shape)}")
+        if ids.numel() and int(ids.max()) >= self.num_symbols:
+            raise InputError(f"symbol id {int(ids.max())} is out of range for "
+                             f"{self.num_symbols} input symbols")
+        return ids.to(self.h0.device)
+
+
+class _SuzgunStackModel(_SuzgunController):
+    """The Stack-RNN / Stack-LSTM loop on the paper's stack (`SuzgunStack`)."""
+
+    def __init__(self, num_symbols: int, hidden: int, codes: np.ndarray, num_outputs: int,
+                 temperature: float = 1.0, gumbel: bool = False, depth: int | None = None):
+        codes = np.asarray(codes)
+        if codes.ndim != 2 or codes.shape[0] < 1:
+            raise InputError(f"codes must be a (G + 1, width) 0/1 table, got shape {codes.shape}")
+        super().__init__(num_symbols, hidden, codes.shape[1], num_outputs, 2, temperature,
+                         gumbel)
+        self.store = SuzgunStack(depth)
+        self.codes = SymbolCodes(codes)
+        self.reading_size = self.width
+
+    def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        ids = self._check_ids(ids)
+        B, T = ids.shape
+        valid = ids >= 0
+        padded = (~valid).any(0).tolist()
+        x = self._x(ids)
+        state = self._init(B)
+        h = state[0]
+        r = x.new_zeros(B, self.width)
+        mem = self.store.run(B, T, x, self.codes)
+        hs, rs = [h], [r]
+        blocks = [(x.new_zeros(B, 1, 0), x.new_zeros(B, 1))]
+        for t in range(T):
+            h_tilde = h + self.W_sh(r)                           # §3.1 h̃_{t−1}
+            h_new, new_state = self._cell(x[:, t], h_tilde, state)
+            act = self.actions(h_new)                            # §3.1 a_t (§3.4)
+            value = torch.sigmoid(self.W_n(h_new))               # §3.1 n_t
+            v = None
+            if padded[t]:                   # padding leaves the row's whole state unchanged
+                v = valid[:, t]
+                keep = v.unsqueeze(1)
+                h_new = torch.where(keep, h_new, h)
+                new_state = tuple(torch.where(keep, a, b) for a, b in zip(new_state, state))
+            r = mem.step(act, value, v)                          # §3.1 s_t (no no-op)
+            h, state = h_new, new_state
+            hs.append(h)
+            rs.append(r)
+            if mem.k == mem.BLOCK or t == T - 1:
+                blocks.append(mem.flush())
+        W = max(1, max(c.shape[2] for c, _ in blocks))
+        contents = x.new_full((B, T + 1, W), -1.0)
+        t0 = 0
+        for c, _ in blocks:
+            contents[:, t0:t0 + c.shape[1], :c.shape[2]] = c
+            t0 += c.shape[1]
+        sizes = torch.cat([n for _, n in blocks], 1)
+        hs_t, rs_t = torch.stack(hs, 1), torch.stack(rs, 1)
+        states = torch.cat([hs_t, rs_t, sizes.unsqueeze(2), contents], 2)
+        return states, self.W_y(hs_t)                            # y_t = σ(logits)
+
+    @torch.no_grad()
+    def forward_window(self, ids: torch.Tensor, cells: int = 3
+                       ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """`forward` with the stack kept as symbol ids, O(1) per step, or None where that is not
+        exact: as `StackRNN.forward_window`, it runs the same controller and heads and checks at
+        every valid step that the action is exactly one-hot and the pushed value exactly a
+        symbol's code (then the superposition stack is a discrete stack, bit for bit).
+        states[t] = [h_t; s_t^{(0)}; n_t; the top ``cells`` symbol ids, top first, −1 below]."""
+        ids = self._check_ids(ids)
+        B, T = ids.shape
+        valid = ids >= 0
+        valid_np = valid.cpu().numpy()
+        padded = (~valid_np).any(0)
+        x = self._x(ids)
+        codes_np = np.asarray(self.codes.codes)
+        G, m = codes_np.shape[0] - 1, codes_np.shape[1]
+        codes = torch.as_tensor(codes_np, dtype=x.dtype, device=x.device)
+        rows = np.arange(B)
+        mem = np.full((B, T + 1), -1, dtype=np.int64)
+        n = np.zeros(B, dtype=np.int64)
+        offs = np.arange(cells)
+        ns = np.zeros((T + 1, B), dtype=np.int64)
+        win = np.full((T + 1, B, cells), -1, dtype=np.int64)
+        pow2 = 1 << np.arange(m - 1, -1, -1, dtype=np.int64)
+        lut = None
+        if m <= 20:
+            lut = np.full(1 << m, -1, dtype=np.int64)
+            lut[codes_np[:G].astype(np.int64) @ pow2] = np.arange(G)
+        state = self._init(B)
+        h = state[0]
+        r = x.new_zeros(B, self.width)
+        hs = x.new_empty(T + 1, B, h.shape[1])
+        rs = x.new_empty(T + 1, B, self.width)
+        hs[0], rs[0] = h, r
+        depth = self.store.depth
+        for t in range(T):
+            h_new, new_state = self._cell(x[:, t], h + self.W_sh(r), state)
+            act = self.actions(h_new).double().cpu().numpy()
+            value = torch.sigmoid(self.W_n(h_new)).double().cpu().numpy()
+            v = valid_np[:, t]
+            if padded[t]:
+                keep = valid[:, t].unsqueeze(1)
+                h_new = torch.where(keep, h_new, h)
+                new_state = tuple(torch.where(keep, a, b) for a, b in zip(new_state, state))
+            push = (act[:, 0] == 1) & (act[:, 1] == 0)
+            pop = (act[:, 1] == 1) & (act[:, 0] == 0)
+            ok = (push | pop) & np.isfinite(value).all(-1)
+            bits = value > 0.5
+            if lut is not None:
+                sym = lut[bits.astype(np.int64) @ pow2]
+            else:
+                keys = {tuple(int(b) for b in codes_np[g]): g for g in range(G)}
+                sym = np.array([keys.get(tuple(int(b) for b in row), -1) for row in bits])
+            ok &= ~push | ((sym >= 0) & (value == codes_np[np.maximum(sym, 0)]).all(-1))
+            if not ok[v].all():
+                return None
+            push &= v
+            pop &= v
+            n -= pop & (n > 0)
+            if depth is not None and (push & (n >= depth)).any():
+                return None                     # a fixed stack would drop its bottom cell
+            mem[rows[push], n[push]] = sym[push]
+            n += push
+            ridx = np.where(n > 0, mem[rows, np.maximum(n - 1, 0)], G)
+            r_new = codes[torch.from_numpy(ridx).to(x.device)]
+            r = torch.where(valid[:, t].unsqueeze(1), r_new, r) if padded[t] else r_new
+            h, state = h_new, new_state
+            hs[t + 1], rs[t + 1] = h, r
+            ns[t + 1] = n
+            pos = n[:, None] - 1 - offs
+            win[t + 1] = np.where(pos >= 0, mem[rows[:, None], np.maximum(pos, 0)], -1)
+        hs_t, rs_t = hs.transpose(0, 1), rs.transpose(0, 1)
+        tail = torch.from_numpy(np.concatenate([ns.T[..., None], win.transpose(1, 0, 2)], 2))
+        states = torch.cat([hs_t, rs_t, tail.to(device=x.device, dtype=x.dtype)], 2)
+        return states, self.W_y(hs_t)
+
+
+class SuzgunStackRNN(_SuzgunStackModel):
+    """Stack-RNN of Suzgun et al. (2019) §3.1 (module docstring): an Elman tanh controller
+    (``cell = nn.RNNCell``: W_ih, b_ih, W_hh, b_hh) reading h̃_{t−1} = h_{t−1} + W_sh s_{t−1}^{(0)},
+    heads y = σ(W_y h), a = softmax(W_a h / τ), n = σ(W_n h), on a `SuzgunStack` (``depth``
+    cells, or None: sized to each input). ``codes``: the (G + 1, width) 0/1 symbol codes used to
+    read the stack back (any table of the right width for a trained model)."""
+
+    def __init__(self, num_symbols: int, hidden: int, codes: np.ndarray, num_outputs: int,
+                 temperature: float = 1.0, gumbel: bool = False, depth: int | None = None):
+        super().__init__(num_symbols, hidden, codes, num_outputs, temperature, gumbel, depth)
+        self.cell = nn.RNNCell(num_symbols, hidden, nonlinearity="tanh")
+
+    def _init(self, B: int):
+        return (self.h0.view(1, -1).expand(B, -1),)
+
+    def _cell(self, x_t, h_tilde, state):
+        h = self.cell(x_t, h_tilde)                              # §3.1 h_t
+        return h, (h,)
+
+
+class SuzgunStackLSTM(_SuzgunStackModel):
+    """Stack-LSTM of Suzgun et al. (2019) §3.2: h_t, c_t = LSTM(x_t, (h̃_{t−1}, c_{t−1})) with
+    ``cell = nn.LSTMCell`` (gates i, f, g, o); otherwise as `SuzgunStackRNN`. The states that
+    ``forward`` returns hold h_t (c_t is internal)."""
+
+    cell_kind = "lstm"
+
+    def __init__(self, num_symbols: int, hidden: int, codes: np.ndarray, num_outputs: int,
+                 temperature: float = 1.0, gumbel: bool = False, depth: int | None = None):
+        super().__init__(num_symbols, hidden, codes, num_outputs, temperature, gumbel, depth)
+        self.cell = nn.LSTMCell(num_symbols, hidden)
+        self.c0 = nn.Parameter(torch.zeros(hidden))
+
+    def _init(self, B: int):
+        return (self.h0.view(1, -1).expand(B, -1), self.c0.view(1, -1).expand(B, -1))
+
+    def _cell(self, x_t, h_tilde, state):
+        h, c = self.cell(x_t, (h_tilde, state[1]))               # §3.2 h_t = LSTM(x_t, h̃)
+        return h, (h, c)
+
+
+class SuzgunBabyNTM(_SuzgunController):
+    """Baby-NTM of Suzgun et al. (2019) §3.3: the Stack-RNN controller (h̃ = h + W_m M^{(0)})
+    with a = softmax over the five ops ROTATE_RIGHT, ROTATE_LEFT, NOOP, POP_LEFT, POP_RIGHT on a
+    fixed memory of ``size`` rows of ``width`` (`BabyNTM`): M_t = Σ_i a_i OP_i M_{t−1},
+    M_t^{(0)} += n_t. forward(ids) → (states (B, T+1, H + size·width) = [h_t; M_t flattened],
+    logits W_y h_t + b). No construction compiles into it (`requires_suzgun_baby_ntm`)."""
+
+    def __init__(self, num_symbols: int, hidden: int, width: int, num_outputs: int,
+                 size: int = 104, temperature: float = 1.0, gumbel: bool = False):
+        super().__init__(num_symbols, hidden, width, num_outputs, 5, temperature, gumbel)
+        self.memory = BabyNTM(size)
+        self.cell = nn.RNNCell(num_symbols, hidden, nonlinearity="tanh")
+
+    @property
+    def W_m(self) -> nn.Linear:
+        """The paper's W_m (the map of the memory's row 0 into h̃)."""
+        return self.W_sh
+
+    def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        ids = self._check_ids(ids)
+        B, T = ids.shape
+        valid = ids >= 0
+        x = self._x(ids)
+        h = self.h0.view(1, -1).expand(B, -1)
+        mstate = self.memory.init_state(B, self.width, dtype=x.dtype, device=x.device)
+        M = mstate.memory
+        hs, ms = [h], [M.flatten(1)]
+        for t in range(T):
+            h_new = self.cell(x[:, t], h + self.W_sh(M[:, 0]))   # §3.3 h̃, h_t
+            act = self.actions(h_new)                            # §3.3 a_t
+            value = torch.sigmoid(self.W_n(h_new))               # §3.3 n_t
+            M_new = self.memory._update(M, act, value)           # §3.3 M_t = Σ a OP M; += n
+            keep = valid[:, t]
+            h = torch.where(keep.unsqueeze(1), h_new, h)
+            M = torch.where(keep.view(-1, 1, 1), M_new, M)
+            hs.append(h)
+            ms.append(M.flatten(1))
+        hs_t = torch.stack(hs, 1)
+        return torch.cat([hs_t, torch.stack(ms, 1)], 2), self.W_y(hs_t)
+
+
+def _temperature(tau: Any) -> float:
+    if isinstance(tau, bool) or not isinstance(tau, (int, float, Fraction)) \
+            or not (math.isfinite(float(tau)) and float(tau) > 0):
+        raise InputError(f"temperature must be a finite number > 0, got {tau!r}")
+    return float(tau)
+
+
+# --- the controller table ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SuzgunUnit:
+    """Hidden unit "the controller was in one of ``cs`` and read one of ``inputs``, and (unless
+    ``test`` is None) the machine's top has the given bits": ``test`` is ("reading", bits of the
+    memory's top on `SuzgunController.bits`) in mode U or ("latch", bits of the latched top on
+    `SuzgunController.latch_bits`) in mode L — which, among the tops the machine has a move
+    for, means the top is one of the store codes ``reads`` (None: any). Then the controller is
+    in ``c2``, the memory does ``op`` ("push"/"pop") pushing code ``push`` (−1: none), and the
+    output is ``out`` (−1: none)."""
+
+    cs: tuple[int, ...]
+    inputs: tuple[int, ...]
+    reads: tuple[int, ...] | None
+    test: tuple[int, ...] | None
+    c2: int
+    op: str
+    push: int
+    out: int
+
+
+@dataclass(frozen=True, eq=False)
+class SuzgunController(Abstraction):
+    """A compiled `SuzgunStackRNN`/`SuzgunStackLSTM`. Hidden units: ``start`` (+1 only at
+    t = 0; None when there is none: then ``units[0]``, a unit entering the initial controller
+    state, is on at t = 0 instead), the `SuzgunUnit`s ``units`` in order (±1, or ±tanh 1 for the
+    LSTM, read as (ρh + 1)/2 with ρ = ``rho``), then ``relays``: always 0, relay k carries bit
+    ``bits[k]`` of the top's code from h̃ through W_hh (only the bits that some unit's test
+    needs; the tests of mode-U units are on ``reading_bits``). ``codes`` are the (G + 1, width) symbol codes of the memory (row G empty);
+    ``latches`` are the latch units (latch k = 2·bit ``latch_bits[k]`` of the reading one
+    step earlier − 1); ``modes``: controller state c is machine state c // modes in mode
+    c % modes (0: U, 1 + g: H_g, G + 2: L; module docstring, 1.).
+    ``marked``: the store symbols were split into (symbol, is-bottom) for an empty-stack
+    recogniser (then ``symbol_of`` maps a memory code to the machine's store code and
+    ``state_of`` a controller table state to the machine's state)."""
+
+    cell: str = "rnn"
+    codes: np.ndarray = None  # type: ignore[assignment]
+    start: int | None = 0
+    units: tuple[SuzgunUnit, ...] = ()
+    modes: int = 1
+    bits: tuple[int, ...] = ()
+    reading_bits: tuple[int, ...] = ()
+    relays: tuple[int, ...] = ()
+    latch_bits: tuple[int, ...] = ()
+    latches: tuple[int, ...] = ()
+    rho: Fraction = Fraction(1)
+    marked: bool = False
+    symbol_of: tuple[int, ...] = ()
+    state_of: tuple[int, ...] = ()
+
+
+def _mark_bottom(view: RealtimeTable) -> RealtimeTable:
+    """An empty-stack recogniser as a final-state one whose controller can tell: store code g
+    (< G) becomes g (above the bottom) or G + g (the bottom element), ⊥ becomes 2G; state p
+    becomes (p, e) = 2p + e with e = "the stack is empty", accepting iff e."""
+    G = view.G
+    trans = {}
+    for (p, a, x), (p2, out, pe, ue, y) in view.trans.items():
+        xs = [(2 * G, 1)] if x == G else [(x, 0), (G + x, 0)]
+        for x2, empty in xs:
+            bottom = G <= x2 < 2 * G
+            if pe is None and ue is None:               # noop
+                y2, e2 = -1, empty
+            elif pe is None:                             # push
+                y2, e2 = (G + y if empty else y), 0
+            elif ue is None:                             # pop
+                y2, e2 = -1, int(bottom and not empty)
+            else:                                        # replace
+                y2, e2 = (G + y if bottom else y), 0
+            trans[(2 * p + empty, a, x2)] = (2 * p2 + e2, out, pe, ue, y2)
+    Q = 2 * view.Q
+    return RealtimeTable(view.kind, view.fields, Q, 2 * view.q0 + 1, view.K, 2 * G, trans,
+                         (True,) * Q, "accept", tuple(bool(q % 2) for q in range(Q)), False, 0,
+                         {})
+
+
+# controller modes (mode m of state c = p·(G + 3) + m): U = 0 (memory = the machine's stack),
+# H_g = 1 + g (top g held, g = G: ⊥), L = G + 2 (top held in the latch: the reading before
+# the previous step); in H_g and L the memory holds the stack below the held top
+U = 0
+
+
+@dataclass(frozen=True)
+class _Move:
+    c: int                 # controller state before
+    a: int                 # input
+    X: int                 # the machine's top (reading in U, latch in L, held in H_g)
+    c2: int
+    op: str                # "push" / "pop"
+    push: int              # pushed code (−1: none)
+    out: int
+
+
+def _one_op(mode: int, G: int, X: int, move: tuple) -> tuple[int, str, int]:
+    """(mode after, memory op, pushed code) that simulates the machine's move (pop end, push
+    end, y) on top X with one push or pop (module docstring, 1.)."""
+    pe, ue, y = move
+    op = {(None, None): "noop", (None, "top"): "push", ("top", None): "pop",
+          ("top", "top"): "replace"}[(pe, ue)]
+    L = G + 2
+    if mode == U:
+        return {"noop": (L, "pop", -1), "replace": (1 + y, "pop", -1), "push": (U, "push", y),
+                "pop": (U, "pop", -1)}[op]
+    if op == "noop":
+        return (U, "push", X) if X != G else (L, "pop", -1)     # ⊥: memory empty, stays
+    if op == "replace":
+        return U, "push", y
+    if op == "push":
+        return (1 + y, "push", X) if X != G else (U, "push", y)
+    return L, "pop", -1
+
+
+def _moves(view: RealtimeTable) -> tuple[int, list[_Move]]:
+    """Every (controller state, input, machine top) move from the reachable controller states,
+    with an over-approximation of the tops possible in each (`_one_op`'s rule)."""
+    G = view.G
+    modes = G + 3
+    c0 = view.q0 * modes + U
+    pushed = {y for mv in view.trans.values() if mv[4] is not None and mv[4] >= 0
+              for y in [mv[4]]}
+    below = frozenset(pushed | {G})                   # what a pop may uncover
+    tops: dict[int, set] = {c0: {G}}
+    moves: dict = {}
+    todo = [c0]
+    while todo:
+        c = todo.pop()
+        p, mode = divmod(c, modes)
+        for X in sorted(tops[c]):
+            for a in range(view.K):
+                mv = view.trans.get((p, a, X))
+                if mv is None or (p, a, X, c) in moves:
+                    continue
+                p2, out, pe, ue, y = mv
+                mode2, op, push = _one_op(mode, G, X, (pe, ue, y))
+                c2 = p2 * modes + mode2
+                moves[(p, a, X, c)] = _Move(c, a, X, c2, op, push, out)
+                if ue is not None:
+                    nxt = {y}
+                elif pe is not None:
+                    nxt = set(below)
+                else:
+                    nxt = {X}
+                if 0 < mode2 <= G + 1:
+                    nxt = {mode2 - 1}
+                have = tops.setdefault(c2, set())
+                if not nxt <= have:
+                    have |= nxt
+                    todo.append(c2)
+    return modes, list(moves.values())
+
+
+def _fewest_bits(pairs: set, codes: np.ndarray) -> tuple[int, ...]:
+    """The fewest code bits that tell apart every pair of codes in ``pairs``."""
+    if not pairs:
+        return ()
+    for size in range(1, codes.shape[1] + 1):
+        for bits in itertools.combinations(range(codes.shape[1]), size):
+            b = list(bits)
+            if all((codes[R1, b] != codes[R2, b]).any() for R1, R2 in pairs):
+                return bits
+    raise CompileError("two store symbols share one code")   # codes are distinct: unreachable
+
+
+def _merge(moves: list[_Move], modes: int, codes: np.ndarray
+           ) -> tuple[tuple[SuzgunUnit, ...], tuple[int, ...], tuple[int, ...]]:
+    """The controller's units (module docstring, 3.), the relayed bits (tests on the reading,
+    in mode U) and the latched bits (tests on the latch, in mode L): each on the fewest bits
+    that tell apart the defined tops whose moves differ; tops alike on them merged, no test
+    where every defined top acts alike; then rectangles (states × inputs) of units alike."""
+    G = codes.shape[0] - 1
+    groups: dict = {}
+    for mv in moves:
+        groups.setdefault((mv.c, mv.a), {})[mv.X] = (mv.c2, mv.op, mv.push, mv.out)
+    pairs: dict[str, set] = {"reading": set(), "latch": set()}
+    for (c, _), g in groups.items():
+        mode = c % modes
+        if len(set(g.values())) > 1 and mode in (U, G + 2):
+            pairs["reading" if mode == U else "latch"] |= {
+                (X1, X2) for X1 in g for X2 in g if X1 < X2 and g[X1] != g[X2]}
+    bits = {k: _fewest_bits(v, codes) for k, v in pairs.items()}
+    steps: dict = {}
+    for (c, a), g in groups.items():
+        mode = c % modes
+        if len(set(g.values())) == 1:
+            keyed = {None: (None, next(iter(g.values())))}
+        else:
+            on = bits["reading" if mode == U else "latch"]
+            keyed = {}
+            for X, res in g.items():
+                test = ("reading" if mode == U else "latch",) + tuple(int(codes[X, k]) for k in on)
+                reads = keyed.get(test, ((), res))[0]
+                keyed[test] = (reads + (X,), res)
+        for test, (reads, res) in keyed.items():
+            step = steps.setdefault((test, *res), {})
+            step.setdefault(c, {}).setdefault(a, set()).update(reads or ())
+    units = []
+    for (test, c2, op, push, out), per_c in steps.items():
+        by_inputs: dict = {}
+        for c, inputs in per_c.items():
+            by_inputs.setdefault(tuple(sorted(inputs)), []).append(c)
+        for inputs, cs in by_inputs.items():
+            reads = None if test is None else tuple(sorted(
+                {X for c in cs for a in inputs for X in per_c[c][a]}))
+            units.append(SuzgunUnit(tuple(sorted(cs)), inputs, reads, test, c2, op, push, out))
+    units.sort(key=lambda u: (u.cs, u.inputs, u.test or ()))
+    return tuple(units), bits["reading"], bits["latch"]
+
+
+def _size(merged: tuple) -> int:
+    units, rbits, lbits = merged
+    return len(units) + len(set(rbits) | set(lbits)) + len(lbits)
+
+
+def _choose_codes(moves: list[_Move], modes: int, codes: np.ndarray, tries: int = 400,
+                  max_moves: int = 400) -> tuple[np.ndarray, tuple]:
+    """Which nonzero code of the given width each store symbol gets: the binary counting codes,
+    improved by a seeded local search (swap two symbols' codes, or give one an unused code;
+    kept when the controller gets no larger) for machines of at most ``max_moves`` moves.
+    Codes decide which units merge (e.g. Dyck-k with one "bottom" bit: the closing units of all
+    bracket types become one). Returns the codes and `_merge`'s result for them."""
+    best = (codes, _merge(moves, modes, codes))
+    G, m = codes.shape[0] - 1, codes.shape[1]
+    if len(moves) > max_moves or G < 2:
+        return best
+    values = np.array([[(v >> (m - 1 - b)) & 1 for b in range(m)] for v in range(1, 1 << m)],
+                      dtype=np.int64)
+    use = list(range(G)) + list(range(G, len(values)))       # symbol g has code values[use[g]]
+    rng = np.random.default_rng(0)
+    for _ in range(tries):
+        cand = list(use)
+        i = int(rng.integers(G))
+        j = int(rng.integers(len(values)))
+        cand[i], cand[j] = cand[j], cand[i]
+        trial = np.vstack([values[cand[:G]], np.zeros((1, m), dtype=np.int64)])
+        merged = _merge(moves, modes, trial)
+        if _size(merged) <= _size(best[1]):
+            use, best = cand, (trial, merged)
+    return best
+
+
+def _entry(c0: int, output: str, units: tuple[SuzgunUnit, ...]) -> int | None:
+    """A unit that may stand for the start (on at t = 0 instead of a start unit): one entering
+    the initial controller state whose output is the machine's output before any input (a
+    recogniser's acceptance is the state's; a transducer's must be none). None: keep a start
+    unit."""
+    for j, u in enumerate(units):
+        if u.c2 == c0 and (output == "accept" or u.out < 0):
+            return j
+    return None
+
+
+# --- weights ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Layout:
+    """Hidden units: [start] + units + relays (one per relayed bit) + latches (one per latched
+    bit)."""
+
+    start: bool
+    units: tuple[SuzgunUnit, ...]
+    relay_bits: tuple[int, ...]
+    latch_bits: tuple[int, ...]
+    reading_bits: tuple[int, ...] = ()     # the bits of the reading tests (⊆ relay_bits)
+
+    @property
+    def n_units(self) -> int:
+        return int(self.start) + len(self.units)
+
+    def relay(self, k: int) -> int:
+        return self.n_units + self.relay_bits.index(k)
+
+    def latch(self, k: int) -> int:
+        return self.n_units + len(self.relay_bits) + self.latch_bits.index(k)
+
+    @property
+    def H(self) -> int:
+        return self.n_units + len(self.relay_bits) + len(self.latch_bits)
+
+
+def _weights(view: RealtimeTable, c0: int, modes: int, lay: _Layout, codes: np.ndarray,
+             lstm: bool, temperature: Fraction) -> dict:
+    K, H, off, units = view.K, lay.H, int(lay.start), lay.units
+    Fr = Fraction
+    n_units = lay.n_units
+    rho = RHO if lstm else Fr(1)
+    into: dict[int, list] = {c0: [0]} if lay.start else {}
+    for j, u in enumerate(units):
+        into.setdefault(u.c2, []).append(j + off)
+
+    def zeros(*shape):
+        arr = np.empty(shape, dtype=object)
+        arr[...] = Fr(0)
+        return arr
+
+    W_ih, W_hh, bias = zeros(H, K), zeros(H, H), zeros(H)
+    if lay.start:
+        bias[0] = Fr(-1, 2)                             # the start unit is off after t = 0
+    for j, u in enumerate(units):
+        i = j + off
+        for a in u.inputs:
+            W_ih[i, a] = Fr(1)
+        sources = sorted({s for c in u.cs for s in into.get(c, ())})
+        for s in sources:
+            W_hh[i, s] = rho / 2                        # ind(h_s) = (ρ h_s + 1)/2
+        bias[i] = Fr(len(sources), 2) - (Fr(5, 2) if u.test is not None else Fr(3, 2))
+        if u.test is None:
+            continue
+        on, values = u.test[0], u.test[1:]
+        bias[i] += Fr(1 - sum(values))                  # m_X = Σ (2c − 1) bit − |c| + 1
+        on_bits = lay.reading_bits if on == "reading" else lay.latch_bits
+        if len(on_bits) != len(values):
+            raise CompileError(f"unit test {u.test} does not match the bits {on_bits}")
+        for k, c in zip(on_bits, values):
+            if on == "reading":                         # bit k of s^(0) through its relay
+                W_hh[i, lay.relay(k)] = Fr(2 * c - 1)
+            else:                                       # bit k of the latch, (ρh + 1)/2
+                W_hh[i, lay.latch(k)] = Fr(2 * c - 1) * rho / 2
+                bias[i] += Fr(2 * c - 1, 2)
+    for k in lay.latch_bits:                            # latch_t = 2·bit_k(s^(0)_{t−1}) − 1
+        W_hh[lay.latch(k), lay.relay(k)] = Fr(1)
+        bias[lay.latch(k)] = Fr(-1, 2)
+    W_sh = np.zeros((H, codes.shape[1]), dtype=np.int64)
+    for k in lay.relay_bits:
+        W_sh[lay.relay(k), k] = 1
+    w: dict[str, Any] = {"W_sh.weight": ExactWeight.of(W_sh, scaled=False)}
+    # h0: unit 0 (the start unit or the entry unit) on, the other units and latches off,
+    # relays 0 (h = ±1, or ±1/ρ for the LSTM)
+    h0 = zeros(H)
+    h0[:n_units] = -1 / rho
+    h0[0] = 1 / rho
+    for k in lay.latch_bits:
+        h0[lay.latch(k)] = -1 / rho
+    w["h0"] = ExactWeight.of(h0, scaled=False)
+    big = np.full(H, Fr(HEAD, 2), dtype=object)
+    if lstm:                    # gates i, f, g, o: i = o = 1, f = 0 exactly; g the Elman unit
+        w["cell.weight_ih"] = ExactWeight.of(np.concatenate([zeros(H, K), zeros(H, K), W_ih,
+                                                             zeros(H, K)]))
+        w["cell.weight_hh"] = ExactWeight.of(np.concatenate([zeros(H, H), zeros(H, H), W_hh,
+                                                             zeros(H, H)]))
+        w["cell.bias_ih"] = ExactWeight.of(np.concatenate([big, -big, bias, big]))
+        w["cell.bias_hh"] = ExactWeight.of(np.zeros(4 * H, dtype=np.int64))
+        c0_ = np.array([int(np.sign(x)) for x in h0], dtype=np.int64)
+        w["c0"] = ExactWeight.of(c0_, scaled=False)
+    else:
+        w["cell.weight_ih"] = ExactWeight.of(W_ih)
+        w["cell.weight_hh"] = ExactWeight.of(W_hh)
+        w["cell.bias_ih"] = ExactWeight.of(bias)
+        w["cell.bias_hh"] = ExactWeight.of(np.zeros(H, dtype=np.int64))
+
+    def head(values: np.ndarray, at_start: np.ndarray, factor: Fraction = ONE
+             ) -> tuple[ExactWeight, ExactWeight]:
+        """Rows (k, H), bias (k,) of factor·HEAD·(Σ_j values[k, j] ind(h_j) − 1/2), j over
+        the start unit (column ``at_start``, when there is one) and the units; exactly
+        ±factor·HEAD/2 (times β)."""
+        coef = np.concatenate([at_start[:, None], values], 1) if lay.start else values
+        Wm = zeros(coef.shape[0], H)
+        Wm[:, :n_units] = [[factor * HEAD * Fr(int(c)) * rho / 2 for c in row] for row in coef]
+        b = np.array([factor * HEAD * (Fr(int(s), 2) - Fr(1, 2)) for s in coef.sum(1)],
+                     dtype=object)
+        return ExactWeight.of(Wm), ExactWeight.of(b)
+
+    n_out = 1 if view.output == "accept" else view.n_out + 1
+    none = view.n_out                                    # the "no output" class of a transducer
+    acts = np.array([[u.op == "push" for u in units], [u.op == "pop" for u in units]],
+                    dtype=np.int64).reshape(2, len(units))
+    w["W_a.weight"], w["W_a.bias"] = head(acts, np.zeros(2, dtype=np.int64), temperature)
+    m = codes.shape[1]
+    vals = np.zeros((m, len(units)), dtype=np.int64)
+    for j, u in enumerate(units):
+        if u.push >= 0:
+            vals[:, j] = codes[u.push]
+    w["W_n.weight"], w["W_n.bias"] = head(vals, np.zeros(m, dtype=np.int64))
+    if view.output == "symbol":
+        out = np.zeros((n_out, len(units)), dtype=np.int64)
+        for j, u in enumerate(units):
+            out[u.out if u.out >= 0 else none, j] = 1
+        first = np.zeros(n_out, dtype=np.int64)
+        first[none] = 1
+    else:
+        out = np.array([[int(view.accepting[u.c2 // modes]) for u in units]],
+                       dtype=np.int64).reshape(1, len(units))
+        first = np.array([int(view.accepting[c0 // modes])], dtype=np.int64)
+    w["W_y.weight"], w["W_y.bias"] = head(out, first)
+    return w
+
+
+# --- decoding ------------------------------------------------------------------------------------
+def _decoders(view: RealtimeTable, modes: int, c0: int, lay: _Layout, codes: np.ndarray):
+    """(decode, window_decode): states → the machine's fields. The controller state is the one
+    active unit's c2 (the start unit's: c0; none: dead, −1); the stack is the memory's read-back
+    plus the held top — in H_g the symbol g, in L the symbol whose code the reading had one step
+    earlier (states[t − 1]: the latch holds it)."""
+    G, H, m = view.G, lay.H, codes.shape[1]
+    C = view.Q * modes
+    target = np.zeros((H, C), dtype=np.float32)
+    if lay.start:
+        target[0, c0] = 1
+    for j, u in enumerate(lay.units):
+        target[j + int(lay.start), u.c2] = 1
+    lut = np.full(1 << m, -1, dtype=np.int64)
+    lut[codes.astype(np.int64) @ (1 << np.arange(m - 1, -1, -1))] = np.arange(G + 1)
+    pow2 = 1 << np.arange(m - 1, -1, -1)
+
+    def control(states: np.ndarray):
+        hits = (states[..., :H] > 0).astype(np.float32) @ target
+        c = np.where(hits.max(-1) > 0.5, hits.argmax(-1), -1)
+        dead = c < 0
+        mode = np.where(dead, -1, c % modes)
+        held = np.where((mode > 0) & (mode <= G + 1), mode - 1, -1)
+        prev = np.concatenate([states[:, :1, H:H + m], states[:, :-1, H:H + m]], 1)
+        sym = lut[(prev > 0.5).astype(np.int64) @ pow2]
+        held = np.where(mode == G + 2, sym, held)
+        return dead, np.where(dead, -1, c // modes), held
+
+    def decode(states: np.ndarray) -> dict[str, np.ndarray]:
+        states = np.asarray(states)
+        B, T1 = states.shape[:2]
+        dead, state, held = control(states)
+        if view.fields == "dfa":
+            return {"state": state}
+        n = np.rint(states[..., H + m]).astype(np.int64)
+        contents = np.rint(states[..., H + m + 1:]).astype(np.int64)
+        depth = np.where(dead, -1, n + (held >= 0) * (held != G))
+        if view.fields == "store":
+            W = max(int(depth.max(initial=0)), 1)
+            store = np.full((B, T1, W), -1, dtype=np.int64)
+            w = min(W, contents.shape[2])
+            store[..., :w] = contents[..., :w]
+            b, t = np.nonzero((held >= 0) & (held != G))
+            ok = n[b, t] < W
+            store[b[ok], t[ok], n[b, t][ok]] = held[b[ok], t[ok]]
+            store[dead] = -1
+            return {"state": state, "store": store, "size": depth}
+        D = max(int(depth.max(initial=0)) + 1, 1)
+        stack = np.full((B, T1, D), -1, dtype=np.int64)
+        stack[..., 0] = G
+        w = min(D - 1, contents.shape[2])
+        stack[..., 1:1 + w] = contents[..., :w]
+        b, t = np.nonzero((held >= 0) & (held != G))
+        pos = n[b, t] + 1
+        ok = pos < D
+        stack[b[ok], t[ok], pos[ok]] = held[b[ok], t[ok]]
+        stack[dead] = -1
+        top = np.where(dead, -1, np.take_along_axis(stack, np.maximum(depth, 0)[..., None],
+                                                    axis=2)[..., 0])
+        return {"state": state, "stack": stack, "depth": depth, "top": top}
+
+    def window(states: np.ndarray) -> dict[str, np.ndarray]:
+        states = np.asarray(states)
+        dead, state, held = control(states)
+        n = np.rint(states[..., H + m]).astype(np.int64)
+        mw = np.rint(states[..., H + m + 1:]).astype(np.int64)         # memory, top first
+        cells = mw.shape[2]
+        i = np.arange(cells)
+        mem = np.where(i < n[..., None], mw, np.where(i == n[..., None], G, -1))
+        real = (held >= 0) & (held != G)
+        shifted = np.concatenate([held[..., None], mem[..., :cells - 1]], 2)
+        win = np.where(real[..., None], shifted, mem)
+        win[dead] = -1
+        depth = np.where(dead, -1, n + real)
+        return {"state": state, "stack_top": win, "depth": depth,
+                "top": np.where(dead, -1, win[..., 0])}
+
+    return decode, window
+
+
+# --- preconditions and compile -------------------------------------------------------------------
+def _view(machine, model: str) -> RealtimeTable | PdanetError:
+    """The machine's table for a Suzgun stack model, or the typed error saying why not."""
+    try:
+        view = realtime_table(machine)
+    except CompileError as exc:
+        msg = str(exc)
+        if "not a real-time deterministic machine" in msg:
+            return CompileError(
+                f"{model}: {msg}; the Suzgun stack takes one push or pop per step of a "
+                "deterministic real-time machine — a nondeterministic PDA needs the "
+                "nondeterministic stack RNN of DuSell & Chiang (target 'ns_rnn')")
+        return CompileError(f"{model}: {msg}")
+    if view.kind != "stack":
+        return CompileError(
+            f"{model}: {machine!r} keeps a {view.kind}; the Suzgun et al. (2019) stack holds a "
+            f"stack only — compile it to target 'stack_rnn' with memory 'grefenstette' (the "
+            f"neural {view.kind.capitalize() if view.kind != 'deque' else 'DeQue'} of "
+            "Grefenstette et al. 2015)")
+    return view
+
+
+def requires_suzgun_stack_rnn(machine) -> str | PdanetError | None:
+    """Why ``machine`` cannot be compiled into `SuzgunStackRNN` (an error to raise), or None.
+    Accepted: real-time deterministic machines whose store is a stack (DPDA, DPDT with at most
+    one output per step, DFA / Mealy machine)."""
+    view = _view(machine, "suzgun_stack_rnn")
+    return view if isinstance(view, PdanetError) else None
+
+
+def requires_suzgun_stack_lstm(machine) -> str | PdanetError | None:
+    """As `requires_suzgun_stack_rnn` (the same machines) for `SuzgunStackLSTM`."""
+    view = _view(machine, "suzgun_stack_lstm")
+    return view if isinstance(view, PdanetError) else None
+
+
+def requires_suzgun_baby_ntm(machine) -> str | PdanetError | None:
+    """Baby-NTM has no construction: always an error naming the models that hold the machine."""
+    return CompileError(
+        f"suzgun_baby_ntm: no construction compiles {machine!r} into the Baby-NTM's fixed "
+        "memory; compile a stack machine into the Suzgun Stack-RNN or Stack-LSTM (models "
+        "'suzgun_stack_rnn', 'suzgun_stack_lstm'), whose stack is sized to each input")
+
+
+def _compile(machine, lstm: bool, dtype: torch.dtype, temperature: Any, gumbel: bool,
+             depth: int | None) -> CompiledNetwork:
+    model = MODELS[int(lstm)]
+    view = _view(machine, model)
+    if isinstance(view, PdanetError):
+        raise view
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float, Fraction)) \
+            or not (math.isfinite(temperature) and temperature > 0):
+        raise InputError(f"temperature must be a finite number > 0 (it is folded into W_a "
+                         f"exactly), got {temperature!r}")
+    if not isinstance(gumbel, bool):
+        raise InputError(f"gumbel must be True or False, got {gumbel!r}")
+    if depth is not None:
+        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+            raise InputError(f"depth must be a positive int or None, got {depth!r}")
+        if any(mv[3] is not None for mv in view.trans.values()):
+            raise UnboundedStackError(
+                f"{model}: {machine!r} pushes without bound but the SuzgunStack was fixed to "
+                f"{depth} cells; drop `depth` (the stack is then sized to each input)")
+    tau = Fraction(temperature)
+    original = view
+    marked = view.empty_stack
+    if marked:
+        view = _mark_bottom(view)
+    codes = store_codes(view.G, "binary")
+    modes, moves = _moves(view)
+    c0 = view.q0 * modes + U
+    what = f"compiling {machine!r} to {model} (up to {len(moves) + 1:,} hidden units)"
+    hint = "use a smaller machine (for a task, a smaller vocabulary, e.g. vocab_size=16)"
+    limits.check(what, len(moves) + 1, "max_units", hint=hint)
+    limits.check(what, 32 * (len(moves) + 1) * (4 * (len(moves) + view.K) + codes.shape[1] + 8),
+                 "max_bytes", hint=hint)
+    codes, (units, rbits, lbits) = _choose_codes(moves, modes, codes)
+    entry = _entry(c0, view.output, units)
+    if entry is not None:                    # the entry unit stands for the start: index 0
+        units = (units[entry],) + units[:entry] + units[entry + 1:]
+    start = entry is None
+    lay = _Layout(start, units, tuple(sorted(set(rbits) | set(lbits))), lbits, rbits)
+    H = lay.H
+    weights = _weights(view, c0, modes, lay, codes, lstm, tau)
+    n_out = 1 if view.output == "accept" else view.n_out + 1
+    cls = SuzgunStackLSTM if lstm else SuzgunStackRNN
+    module = cls(view.K, H, codes, n_out, float(tau), gumbel, depth)
+    module = load_exact(module, weights, BETA, dtype).eval()   # eval: no Gumbel noise
+    decoder, window = _decoders(view, modes, c0, lay, codes)
+    G0 = original.G
+    symbol_of = tuple(range(view.G)) + (G0,)
+    state_of = tuple(range(view.Q))
+    if marked:
+        symbol_of = tuple(g % G0 for g in range(2 * G0)) + (G0,)
+        state_of = tuple(q // 2 for q in range(view.Q))
+        decoder, window = _unmark(decoder, symbol_of, state_of), _unmark(window, symbol_of,
+                                                                            state_of)
+    if view.fields == "pushdown":
+        module.window_decoder = window
+    reader = _reader(view)
+    relays = tuple(lay.relay(k) for k in lay.relay_bits)
+    latches = tuple(lay.latch(k) for k in lay.latch_bits)
+    labels = (("start",) if start else ()) + tuple(_label(u) for u in units) + tuple(
+        f"relay·bit{k}" for k in lay.relay_bits) + tuple(f"latch·bit{k}" for k in lay.latch_bits)
+    abstraction = SuzgunController(labels=labels, cell="lstm" if lstm else "rnn", codes=codes,
+                                   start=0 if start else None, units=units, modes=modes,
+                                   bits=lay.relay_bits, reading_bits=rbits, relays=relays,
+                                   latch_bits=lbits,
+                                   latches=latches, rho=RHO if lstm else Fraction(1),
+                                   marked=marked, symbol_of=symbol_of, state_of=state_of)
+    Qs, Ks, Gs, Ws = sp.symbols("Q K G W")
+    if marked:      # Q × {empty?}, Γ ⊎ Γ'; at most one unit per (state·mode, input, top)
+        bound = 2 * Qs * (2 * Gs + 3) * Ks * (2 * Gs + 1) + 1 + 2 * Ws
+    else:
+        bound = Qs * (Gs + 3) * Ks * (Gs + 1) + 1 + 2 * Ws
+    params = {"Q": original.Q, "K": original.K, "G": original.G, "W": codes.shape[1]}
+    info = {
+        "model": model,
+        "controller": "lstm" if lstm else "elman",
+        "memory": "suzgun",
+        "hidden_units": H,
+        "controller_units": len(units) + int(start),
+        "start_unit": start,
+        "relay_units": len(relays),
+        "latch_units": len(latches),
+        "stack_width": codes.shape[1],
+        "units_with_test": sum(u.test is not None for u in units),
+        "controller_states": len({u.c2 for u in units} | {c0}),
+        "temperature": str(tau),
+        "gumbel": gumbel,
+        "bottom_marked": marked,
+        "step": ("one network step reads one input symbol and applies one push or pop; the "
+                 "machine's noop / replace change the top held in the controller (modes H_X, "
+                 "or the latch)"),
+    }
+    argument = ("every unit pre-activation is ±1/2 or beyond (one-hot input, one active unit, "
+                "exact 0/1 readings) and every head pre-activation ±HEAD/2 = ±16; at β = 64 "
+                "tanh(±32) is exactly ±1 and σ(±1024), softmax with gap 2048 exactly 0/1 in "
+                "float32 and float64, so actions, pushed codes and readings stay exact")
+    if lstm:
+        argument += ("; LSTM gates i = o = σ(1024) = 1, f = σ(−1024) = 0 exactly, units ±tanh 1 "
+                     f"read through ρ = {RHO} (|ρ tanh 1 − 1| < 1e-12)")
+    return CompiledNetwork(
+        machine=machine, module=module, target="stack_rnn", method=model, hidden_units=H,
+        bound=bound, params=params, weights=weights, scale=sp.Integer(BETA), decoder=decoder,
+        reader=reader, margin=sp.Rational(1, 2), steps_per_symbol=1, scale_argument=argument,
+        abstraction=abstraction, info=info)
+
+
+def _label(u: SuzgunUnit) -> str:
+    cs = "|".join(f"c{c}" for c in u.cs)
+    a = "|".join(str(a) for a in u.inputs)
+    reads = "*" if u.reads is None else "|".join(str(R) for R in u.reads)
+    return f"{cs}·{a}·{reads}"
+
+
+def _unmark(decode, symbol_of: tuple[int, ...], state_of: tuple[int, ...]):
+    """A decoder whose store codes and states are mapped back through the bottom marking."""
+    sym = np.array(symbol_of + (-1,), dtype=np.int64)
+    st = np.array(state_of + (-1,), dtype=np.int64)
+
+    def run(states: np.ndarray) -> dict[str, np.ndarray]:
+        out = dict(decode(states))
+        for key in ("stack", "top", "stack_top"):
+            if key in out:
+                out[key] = sym[out[key]]
+        out["state"] = st[out["state"]]
+        return out
+
+    return run
+
+
+def compile_suzgun_stack_rnn(machine, dtype: torch.dtype = torch.float32, temperature: Any = 1,
+                             gumbel: bool = False, depth: int | None = None) -> CompiledNetwork:
+    """Compile a real-time deterministic stack machine into a `SuzgunStackRNN` (module
+    docstring): ``temperature`` τ (a positive int or Fraction, folded into W_a), ``gumbel``
+    (Gumbel noise while training; none in eval mode), ``depth`` (a fixed stack size; only for
+    machines that never push). ``net.bound``: 1 start unit + one unit per (state × mode, input,
+    reading) at most, modes |Γ| + 2 (the held top), + M relay units (M = code width)."""
+    return _compile(machine, False, dtype, temperature, gumbel, depth)
+
+
+def compile_suzgun_stack_lstm(machine, dtype: torch.dtype = torch.float32, temperature: Any = 1,
+                              gumbel: bool = False, depth: int | None = None) -> CompiledNetwork:
+    """As `compile_suzgun_stack_rnn`, into a `SuzgunStackLSTM` (constant gates, the Elman unit
+    in the cell gate; units ±tanh 1 read through ρ)."""
+    return _compile(machine, True, dtype, temperature, gumbel, depth)
+
+
+def _example():
+    from pdanet.automata.tasks.suzgun2019 import dyck_machine
+    return dyck_machine(2)
+
+
+EXAMPLE_SUZGUN_STACK_RNN = _example()
+EXAMPLE_SUZGUN_STACK_LSTM = EXAMPLE_SUZGUN_STACK_RNN
+
+__all__ = ["BETA", "EXAMPLE_SUZGUN_STACK_LSTM", "EXAMPLE_SUZGUN_STACK_RNN", "HEAD", "MODELS",
+           "RHO", "SuzgunBabyNTM", "SuzgunController", "SuzgunStackLSTM", "SuzgunStackRNN",
+           "SuzgunUnit", "compile_suzgun_stack_lstm", "compile_suzgun_stack_rnn",
+           "requires_suzgun_baby_ntm", "requires_suzgun_stack_lstm",
+           "requires_suzgun_stack_rnn"]
