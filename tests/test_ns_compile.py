@@ -24,7 +24,9 @@ def strings(name, n, lengths, seed=0):
         lengths = [x | 1 for x in lengths]
     elif name in ("unmarked_reversal", "dyck2"):
         lengths = [x & ~1 for x in lengths]
-    good = tasks.sample(name, n, lengths, rng=seed)
+    # hardest_cfl: the 6-symbol variant without $ that `hardest_cfl_realtime` recognises
+    kw = {"dollar": False} if name == "hardest_cfl" else {}
+    good = tasks.sample(name, n, lengths, rng=seed, **kw)
     rng = np.random.default_rng(seed)
     syms = list(machine(name).alphabet.symbols)
     return good + [tuple(rng.choice(syms, int(rng.integers(1, max(lengths))))) for _ in range(n)]

@@ -104,16 +104,16 @@ def test_boolean_membership_matches_the_pda(name):
 
 def test_hardest_cfl_realtime_matches_reference():
     m = hardest_cfl_realtime()
-    ref = tasks.reference("hardest_cfl")
+    ref = tasks.reference("hardest_cfl", dollar=False)
     rng = np.random.default_rng(0)
     cases = [tuple(rng.choice(list("()[],;"), n)) for n in range(12) for _ in range(30)]
-    cases += tasks.sample("hardest_cfl", 20, range(6, 20), rng=0)
+    cases += tasks.sample("hardest_cfl", 20, range(6, 20), rng=0, dollar=False)
     for s in cases:
         assert m.accepts(s) == ref(s), s
 
 
 def test_hardest_cfl_task_has_the_realtime_machine():
-    m = tasks.get("hardest_cfl", realtime=True)
+    m = tasks.get("hardest_cfl", realtime=True, dollar=False)
     assert isinstance(m, WeightedPDA) and m.transitions == hardest_cfl_realtime().transitions
     assert tasks.get("hardest_cfl") is not None and not isinstance(tasks.get("hardest_cfl"),
                                                                      WeightedPDA)

@@ -747,10 +747,11 @@ class WeightedPDT(Frozen):
 
 
 def hardest_cfl_realtime() -> WeightedPDA:
-    """A real-time weighted PDA (weights one) for Greibach's hardest CFL as in
-    `tasks.hardest_cfl_grammar`: blocks ``x , y , z ;`` where y is a comma-free segment between
-    two consecutive commas and the concatenated y's are in D_2. States: b (block start), x, y, z;
-    accepting: b with the empty stack. Runs = the ways to choose each y."""
+    """A real-time weighted PDA (weights one) for Greibach's hardest CFL without ``$``
+    (`tasks.get("hardest_cfl", dollar=False)`; DuSell & Chiang's variant with ``$`` is
+    `tasks.get("hardest_cfl", realtime=True)`): blocks ``x , y , z ;`` where y is a comma-free
+    segment between two consecutive commas and the concatenated y's are in D_2. States: b
+    (block start), x, y, z; accepting: b with the empty stack. Runs = the ways to choose each y."""
     opens, closes = ("(", "["), (")", "]")
     sym = ("(", ")", "[", "]", ",", ";")
     tops = (BOTTOM,) + opens

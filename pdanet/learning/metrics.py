@@ -63,6 +63,44 @@ def sequence_accuracy(logits: Any, targets: Any, kind: str) -> float:
     return float((correct == valid).all(-1).mean()) if valid.shape[0] else 0.0
 
 
+def _symbol_hits(ids: Any, symbols: Any) -> np.ndarray:
+    x = _np(ids)
+    if x.ndim != 2:
+        raise InputError(f"ids must be a (B, T) array of symbol indices, got shape {x.shape}")
+    syms = np.atleast_1d(_np(symbols)).astype(np.int64)
+    return np.isin(x, syms) & (x >= 0)
+
+
+def after_symbol_mask(ids: Any, symbols: Any) -> np.ndarray:
+    """(B, T+1) bool: the positions t ≥ 1 whose last symbol read, ids[:, t−1], is one of `symbols`
+    (indices). Hao et al. (2018)'s reversal evaluation — only the reversed half — is
+    ``after_symbol_mask(ids, blank_index)`` in the delayed-output form w #^|w|."""
+    hit = _symbol_hits(ids, symbols)
+    return np.concatenate([np.zeros((hit.shape[0], 1), bool), hit], axis=1)
+
+
+def before_symbol_mask(ids: Any, symbols: Any) -> np.ndarray:
+    """(B, T+1) bool: the positions t < T whose next symbol, ids[:, t], is one of `symbols`.
+    Hao et al. (2018)'s parenthesis-prediction evaluation — only positions before a close
+    bracket — is ``before_symbol_mask(ids, close_indices)``."""
+    hit = _symbol_hits(ids, symbols)
+    return np.concatenate([hit, np.zeros((hit.shape[0], 1), bool)], axis=1)
+
+
+def masked_accuracy(logits: Any, targets: Any, kind: str, mask: Any) -> float:
+    """Fraction of the non-padding positions selected by `mask` ((B, T+1) bool) predicted
+    exactly (see `position_correct`); InputError when the mask selects none."""
+    correct, valid = position_correct(logits, targets, kind)
+    m = _np(mask).astype(bool)
+    if m.shape != valid.shape:
+        raise InputError(f"mask shape {m.shape} does not match the targets' positions "
+                         f"{valid.shape}")
+    sel = m & valid
+    if not sel.any():
+        raise InputError("the mask selects no position; nothing to score")
+    return float(correct[sel].sum() / sel.sum())
+
+
 def bracket_accuracy(logits: Any, ids: Any, k: int, threshold: float = 0.8) -> float:
     """Close-bracket prediction accuracy for a Dyck-(k, m) model (outputs: k opens, k closes,
     end): at every position whose next observed symbol is a close bracket, the prediction is correct
@@ -106,5 +144,6 @@ def cross_entropy_difference(model_logprobs: Any, true_logprobs: Any, mask: Any 
     return float((lt[m] - lm[m]).sum() / count)
 
 
-__all__ = ["bracket_accuracy", "bracket_error", "cross_entropy_difference", "per_symbol_accuracy",
+__all__ = ["after_symbol_mask", "before_symbol_mask", "bracket_accuracy", "bracket_error",
+           "cross_entropy_difference", "masked_accuracy", "per_symbol_accuracy",
            "position_correct", "predict", "sequence_accuracy"]

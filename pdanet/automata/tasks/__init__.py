@@ -17,6 +17,9 @@ the delayed-output form of Hao et al. §2.3: the source w followed by one blank 
 symbol still to come, so that the machine reads one symbol and emits one symbol per step.
 
 Where a paper gives no rule probabilities, the defaults here are our own choice and say so.
+`inside`, `log_probability_given_length` and `cross_entropy_lower_bound` (module `probability`)
+give the exact probability of a string under a task's grammar and DuSell & Chiang's lower bound
+on a language model's cross-entropy.
 
 The package has one module per source paper — `hao2018`, `grefenstette2015`, `suzgun2019`,
 `dusell2021`, `hewitt2020`, `deletang2023` and `butoi2024` (benchmark tasks of Delétang et al.
@@ -32,8 +35,11 @@ from __future__ import annotations
 
 from pdanet.automata.tasks.dusell2021 import (
     HARDEST_ALPHABET,
+    HARDEST_ALPHABET_NO_DOLLAR,
+    dusell_dyck_grammar,
     hardest_cfl_grammar,
     hardest_cfl_machine,
+    hardest_cfl_realtime_dollar,
     hardest_cfl_reference,
     marked_reversal_grammar,
     marked_reversal_machine,
@@ -78,6 +84,12 @@ from pdanet.automata.tasks.hao2018 import (
     reversal_sampler,
 )
 from pdanet.automata.tasks.hewitt2020 import dyck, dyck_km_reference, dyck_km_sampler
+from pdanet.automata.tasks.probability import (
+    WeightedCFG,
+    cross_entropy_lower_bound,
+    inside,
+    log_probability_given_length,
+)
 from pdanet.automata.tasks.registry import TASKS, get, grammar, names, reference, sample, task
 from pdanet.automata.tasks.suzgun2019 import (
     dyck_grammar,
@@ -105,9 +117,11 @@ __all__ = [
     "AGREEMENT_WORDS",
     "BLANK",
     "HARDEST_ALPHABET",
+    "HARDEST_ALPHABET_NO_DOLLAR",
     "PAPERS",
     "TASKS",
     "Task",
+    "WeightedCFG",
     "agreement_grammar",
     "agreement_machine",
     "agreement_reference",
@@ -119,11 +133,13 @@ __all__ = [
     "boolean_formula_machine",
     "boolean_formula_reference",
     "boolean_grammar",
+    "cross_entropy_lower_bound",
     "cumulative_xor_machine",
     "cumulative_xor_reference",
     "dataset",
     "delayed_xor_machine",
     "delayed_xor_reference",
+    "dusell_dyck_grammar",
     "dyck",
     "dyck_grammar",
     "dyck_km_reference",
@@ -135,7 +151,10 @@ __all__ = [
     "grammar",
     "hardest_cfl_grammar",
     "hardest_cfl_machine",
+    "hardest_cfl_realtime_dollar",
     "hardest_cfl_reference",
+    "inside",
+    "log_probability_given_length",
     "marked_reversal_grammar",
     "marked_reversal_machine",
     "marked_reversal_reference",

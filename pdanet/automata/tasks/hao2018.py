@@ -182,7 +182,9 @@ _PAREN_OPEN = {"(": ")", "[": "]"}
 
 
 def parenthesis_grammar() -> PCFG:
-    """Hao et al. (2018) §4.3: S → S T | T S | T; T → ( T ) | ( ) | [ T ] | [ ].
+    """Hao et al. (2018) §4.3: S → S T | T S | T; T → ( T ) | ( ) | [ T ] | [ ]. Its language is
+    the non-empty concatenations of chains o1 … ok ck … c1 (each ci closing oi), a strict subset of
+    the non-empty Dyck-2 words that `parenthesis_prediction_machine` accepts.
     Rule probabilities are not given in the paper; ours are uniform per nonterminal."""
     third, quarter = Fraction(1, 3), Fraction(1, 4)
     return PCFG(("S", "T"), "()[]", {
@@ -195,8 +197,12 @@ def parenthesis_prediction_machine():
     """Hao et al. (2018) §4.3 (Fig. 4 right): after each symbol, predict the next symbol where it
     is a closing bracket — the partner of the open bracket on top of the stack — and emit nothing
     when the stack is empty. Real-time DPDT: each stack symbol records its bracket and the bracket
-    below it (``$`` for none), so that after a pop the machine knows the new top. Domain: the
-    language of the grammar (non-empty well-nested strings over ( ) [ ])."""
+    below it (``$`` for none), so that after a pop the machine knows the new top. Domain: every
+    non-empty well-nested string over ( ) [ ] (the non-empty Dyck-2 words). That is a strict
+    superset of the language of `parenthesis_grammar` — the paper's sampling grammar, whose T has a
+    single child, so that its strings are concatenations of chains such as ``([()])()``: ``(()())``
+    is in the domain but not in the grammar's language. The predictions are defined on the whole
+    domain."""
     opens = tuple(_PAREN_OPEN)
     below = opens + ("$",)
     stack = tuple(o + b for o in opens for b in below)

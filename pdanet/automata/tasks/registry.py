@@ -59,9 +59,11 @@ TASKS: tuple[Task, ...] = (
          dusell2021.padded_reversal_grammar),
     Task("hardest_cfl", dusell2021.hardest_cfl_task_machine, dusell2021.hardest_cfl_sampler,
          dusell2021.hardest_cfl_reference, "DuSell & Chiang (2021), §4; Greibach (1973)",
-         "Greibach's hardest context-free language (PCFG; recognised by a PDA; realtime=True: a "
-         "real-time weighted PDA whose runs are the ways to choose each block's y, for the "
-         "NS-RNN).", "recognise", dusell2021.hardest_cfl_grammar),
+         "Greibach's hardest context-free language over ( ) [ ] , ; $ as DuSell & Chiang define "
+         "it (the y-parts form $ and a non-empty Dyck-2 word; the authors' weighted grammar; "
+         "recognised by a PDA; realtime=True: a real-time weighted PDA whose runs are the ways "
+         "to choose each block's y, for the NS-RNN; dollar=False: the variant without $).",
+         "recognise", dusell2021.hardest_cfl_grammar),
     # Suzgun et al. (2019)
     Task("w_wr_marked", suzgun.w_wr_marked_machine, suzgun.w_wr_marked_sampler,
          suzgun.w_wr_marked_reference, "Suzgun et al. (2019), §6.2",
@@ -74,7 +76,9 @@ TASKS: tuple[Task, ...] = (
            functools.partial(suzgun.dyck_sampler, k=k),
            functools.partial(suzgun.dyck_reference, k=k),
            "Suzgun et al. (2019), §5" + ("; DuSell & Chiang (2021), §4" if k == 2 else ""),
-           f"The Dyck language D_{k} (DPDA recogniser; PCFG of Suzgun et al. §5).", "recognise",
+           f"The Dyck language D_{k} (DPDA recogniser; PCFG of Suzgun et al. §5; samples "
+           "uniform per length, or with grammar=True from the paper's PCFG, p = 1/2, q = 1/4).",
+           "recognise",
            functools.partial(suzgun.dyck_grammar, k))
       for k in range(1, 7)),
     Task("string_reversal", hao2018.reversal_machine, hao2018.reversal_sampler,

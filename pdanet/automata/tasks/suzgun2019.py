@@ -119,8 +119,42 @@ def dyck_unambiguous_grammar(k: int = 2) -> CFG:
     return CFG(("S",), opens + closes, rules, "S", name=f"dyck{k}")
 
 
-def dyck_sampler(n, lengths, rng=None, k: int = 2):
-    """Uniform over the Dyck-k words of each length (lengths must be even), exactly.
+def dyck_nonempty_grammar(k: int = 2, p: Any = Fraction(1, 2), q: Any = Fraction(1, 4)):
+    """A `WeightedCFG` without ε-rules whose strings are the non-empty Dyck-k words, each with the
+    total probability the paper's PCFG `dyck_grammar` (k, p, q) gives it (float64 weights).
+
+    ε-removal of S → (_i S )_i (p/k) | S S (q) | ε (e = 1 − p − q): S derives ε with probability
+    z = (1 − √(1 − 4qe)) / (2q) (the least root of z = e + q z²), and S ⇒ S through S S with one
+    child ε with probability 2qz, so N (non-empty S) → (_i N )_i | (_i )_i z | N N, each times
+    (p/k, p/k, q) / (1 − 2qz)."""
+    from pdanet.automata.tasks.probability import WeightedCFG
+
+    opens, closes = brackets(k)
+    p, q = Fraction(p), Fraction(q)
+    e = 1 - p - q
+    if not (0 < p and 0 <= q and e > 0):
+        raise InputError(f"p and q must be probabilities with p > 0, q ≥ 0 and p + q < 1, got "
+                         f"p={p}, q={q}")
+    z = float(e) if q == 0 else (1 - (1 - 4 * float(q) * float(e)) ** 0.5) / (2 * float(q))
+    loop = 1 / (1 - 2 * float(q) * z)
+    rules: dict = {}
+    for o, c in zip(opens, closes):
+        rules[("N", (o, "N", c))] = float(p) / k * loop
+        rules[("N", (o, c))] = float(p) / k * z * loop
+    if q:
+        rules[("N", ("N", "N"))] = float(q) * loop
+    return WeightedCFG(("N",), opens + closes, rules, "N", name=f"dyck{k}")
+
+
+def dyck_sampler(n, lengths, rng=None, k: int = 2, grammar: bool = False,
+                 p: Any = Fraction(1, 2), q: Any = Fraction(1, 4)):
+    """Dyck-k words of the given lengths (lengths must be even).
+
+    Default: uniform over the Dyck-k words of each length, exactly. ``grammar=True``: each word
+    with its probability under Suzgun et al.'s PCFG (`dyck_grammar`, p = 1/2 and q = 1/4 as §5
+    states) among the words of its length — the paper draws from the PCFG and keeps the lengths
+    it wants; here the length is drawn uniformly from `lengths` and the word from the PCFG
+    conditioned on it (length-conditioned sampling of `dyck_nonempty_grammar`).
 
     Every Dyck-k word of length L is a Dyck path with a label in [k] on each of its L/2 up-steps,
     so the words are uniform when the path is uniform and the labels are independent and uniform.
@@ -133,6 +167,13 @@ def dyck_sampler(n, lengths, rng=None, k: int = 2):
     odd = sorted({L for L in ls if L % 2})
     if odd:
         raise InputError(f"Dyck-{k} has no string of length {odd[0]}; choose even lengths")
+    if not isinstance(grammar, bool):
+        raise InputError(f"grammar must be True or False, got {grammar!r}")
+    if grammar:
+        from pdanet.automata.tasks.sampling import _table
+
+        table = _table(dyck_nonempty_grammar(k, p, q), max(ls, default=0), True)
+        return [table.sample(rng, L) if L else () for L in ls]
     opens, closes = brackets(k)
     symbols = np.array(opens + closes, dtype=object)
     out: list = [None] * len(ls)
@@ -158,6 +199,7 @@ def dyck_sampler(n, lengths, rng=None, k: int = 2):
 __all__ = [
     "dyck_grammar",
     "dyck_machine",
+    "dyck_nonempty_grammar",
     "dyck_reference",
     "dyck_sampler",
     "dyck_unambiguous_grammar",
