@@ -345,6 +345,8 @@ def _model(mtype: type, target: str, module: str, name: str, default: bool) -> E
 # (file in pdanet.models, model name, target, machine types it compiles, types for which it is
 # the target's default method)
 MODELS: tuple[tuple[str, str, str, tuple[type, ...], tuple[type, ...]], ...] = (
+    ("grefenstette", "grefenstette_rnn", "stack_rnn", (DFA, DPDA, DPDT, StoreTransducer), ()),
+    ("grefenstette", "grefenstette_lstm", "stack_rnn", (DFA, DPDA, DPDT, StoreTransducer), ()),
     ("hao", "hao_linear", "stack_rnn", (DPDT,), ()),
     ("hao", "hao_lstm", "stack_rnn", (DFA, DPDA, DPDT), ()),
     ("hao", "hao_buffered", "buffered_stack_rnn", (DFA, DPDT), (DFA,)),

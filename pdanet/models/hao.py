@@ -1,7 +1,6 @@
 """The Neural Stack models of Hao et al. (2018), "Context-free transductions with neural stacks",
 as trainable modules, with compile functions that emit weights for exactly these modules
-(models ``"hao_linear"``, ``"hao_lstm"`` and the buffered ``"hao_buffered"``). Paper:
-/work/shared/papers/hao2018_*.txt.
+(models ``"hao_linear"``, ``"hao_lstm"`` and the buffered ``"hao_buffered"``).
 
 The memory is Grefenstette et al.'s neural stack as Hao et al. §2.1 write it (pop strength u_t,
 then push v_t with strength d_t, then read one unit of strength), run through the public

@@ -1,9 +1,9 @@
 """The original Stack-RNN of Joulin & Mikolov (2015), "Inferring algorithmic patterns with
 stack-augmented recurrent nets", as a trainable module, with the compile function that emits
-weights for exactly this module (model ``"joulin_mikolov_stack_rnn"``). The original's sigmoid hidden layer
-(Joulin & Mikolov 2015 §3) with the stack equations as DuSell & Chiang restate them
-(/work/shared/papers/dusell2021_*.txt App. A.2: vector pushes, biases on the action and value
-heads, the bottom read as 0 rather than −1):
+weights for exactly this module (model ``"joulin_mikolov_stack_rnn"``). The original's sigmoid
+hidden layer (Joulin & Mikolov 2015 §3) with the stack equations as DuSell & Chiang (2021)
+restate them (App. A.2: vector pushes, biases on the action and value heads, the bottom read as
+0 rather than −1):
 
     h_t = σ(U x_t + R h_{t−1} + P s_{t−1}[0:k])           (hidden layer, sigmoid; J&M §3)
     a_t = softmax(A h_t + b_A)  over (push, no-op, pop)    (App. A.2, a_t)
@@ -302,5 +302,5 @@ def _example():
 
 EXAMPLE_JOULIN_MIKOLOV_STACK_RNN = _example()
 
-__all__ = ["BETA", "EXAMPLE_JOULIN_MIKOLOV_STACK_RNN", "JoulinMikolovStackRNN", "compile_joulin_mikolov_stack_rnn",
-           "requires_joulin_mikolov_stack_rnn"]
+__all__ = ["BETA", "EXAMPLE_JOULIN_MIKOLOV_STACK_RNN", "JoulinMikolovStackRNN",
+           "compile_joulin_mikolov_stack_rnn", "requires_joulin_mikolov_stack_rnn"]

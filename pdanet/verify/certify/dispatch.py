@@ -28,6 +28,7 @@ from pdanet.constructions.abstraction import (
 from pdanet.constructions.base import CompiledNetwork
 from pdanet.constructions.lm import LMUnits
 from pdanet.errors import CertificationError
+from pdanet.models.grefenstette import GrefenstetteController
 from pdanet.verify.certify.core import Certificate, Progress, check_arguments, no_nan
 
 FAMILIES: dict[type[Abstraction], str | None] = {
@@ -35,6 +36,7 @@ FAMILIES: dict[type[Abstraction], str | None] = {
     DyckSlots: "dyck",              # local views when too many configurations, else box
     CompactSlots: "compact",        # local views when too many configurations, else box
     ControllerMemory: "stack",      # exact saturation + the memory lemma
+    GrefenstetteController: None,   # the paper's heads on a factored controller: pn.verify only
     BufferedController: None,       # several steps per symbol: checked by pn.verify only
     NSChart: "ns",                  # a length bound on the stand-in for log 0
     LMUnits: "lm",                  # box induction, then a bound on the log-probability error

@@ -1,0 +1,61 @@
+"""The source papers' own models as trainable torch modules, each with the compile function
+that emits weights for exactly that module: ``pn.compile(machine, target="stack_rnn",
+model=NAME)`` (Hao et al.'s buffered model: target ``"buffered_stack_rnn"``).
+
+==============================  =================================================================
+model                           module (paper)
+==============================  =================================================================
+``grefenstette_rnn`` / ``_lstm``  `GrefenstetteRNN` — RNN/LSTM controller, neural Stack, Queue or
+                                DeQue (Grefenstette et al. 2015)
+``hao_linear`` / ``hao_lstm``   `HaoStackRNN` — linear or LSTM controller (Hao et al. 2018)
+``hao_buffered``                `HaoBufferedStackRNN` — input and output buffers (Hao et al. 2018)
+``suzgun_stack_rnn`` / ``_lstm``  `SuzgunStackRNN`, `SuzgunStackLSTM` (Suzgun et al. 2019);
+                                `SuzgunBabyNTM` is a module only
+``joulin_mikolov_stack_rnn``    `JoulinMikolovStackRNN` — the original Stack-RNN (Joulin &
+                                Mikolov 2015)
+==============================  =================================================================
+
+Each module starts from a random initialisation (as its paper trains it) when built directly;
+the compile functions set its weights by hand (heads saturated by β) and return a
+`CompiledNetwork` that `pn.verify` checks. Precondition ``requires_<model>`` says why a machine
+does not compile (naming the model that can); ``EXAMPLE_<MODEL>`` is a machine each accepts.
+"""
+
+from pdanet.models.grefenstette import (
+    GrefenstetteRNN,
+    compile_grefenstette_lstm,
+    compile_grefenstette_rnn,
+)
+from pdanet.models.hao import (
+    HaoBufferedStackRNN,
+    HaoStackRNN,
+    compile_hao_buffered,
+    compile_hao_linear,
+    compile_hao_lstm,
+)
+from pdanet.models.joulin_mikolov import JoulinMikolovStackRNN, compile_joulin_mikolov_stack_rnn
+from pdanet.models.suzgun import (
+    SuzgunBabyNTM,
+    SuzgunStackLSTM,
+    SuzgunStackRNN,
+    compile_suzgun_stack_lstm,
+    compile_suzgun_stack_rnn,
+)
+
+__all__ = [
+    "GrefenstetteRNN",
+    "HaoBufferedStackRNN",
+    "HaoStackRNN",
+    "JoulinMikolovStackRNN",
+    "SuzgunBabyNTM",
+    "SuzgunStackLSTM",
+    "SuzgunStackRNN",
+    "compile_grefenstette_lstm",
+    "compile_grefenstette_rnn",
+    "compile_hao_buffered",
+    "compile_hao_linear",
+    "compile_hao_lstm",
+    "compile_joulin_mikolov_stack_rnn",
+    "compile_suzgun_stack_lstm",
+    "compile_suzgun_stack_rnn",
+]

@@ -1,0 +1,869 @@
+"""The controller + memory model of Grefenstette et al. (2015), "Learning to Transduce with
+Unbounded Memory", §3.4, as a trainable torch module, and its compilers (models
+``"grefenstette_rnn"`` and ``"grefenstette_lstm"``).
+
+The model (`GrefenstetteRNN`). At step t the controller (an Elman tanh RNN or an LSTM) reads the
+input embedding concatenated with the previous reading and its previous state:
+``(o'_t, h_t) = RNN(x_t ⊕ r_{t−1}, h_{t−1})`` (o'_t = h_t), and four heads give
+
+    d_t = sigmoid(W_d o'_t + b_d)    u_t = sigmoid(W_u o'_t + b_u)
+    v_t = tanh(W_v o'_t + b_v)       o_t = tanh(W_o o'_t + b_o),
+
+the store (`NeuralStack` Eqs. 1–3, `NeuralQueue` Eqs. 1, 4–5, `NeuralDeQue` Eqs. 6–11, with two of
+each head, top then bottom) steps with (v_t, u_t, d_t) and gives r_t, and the output distribution
+is ``softmax(W_y o_t + b_y)`` (§4.3 decodes the most likely symbol of a softmax over the target
+vocabulary; the logits are returned). h_0 (and, for the LSTM, c_0) are parameters; r_0 = 0 and
+the store starts empty (§3.4). Parameters are randomly initialised (torch defaults).
+
+Timing. o_t is computed from h_t, before the store steps, so the output at step t sees r_{t−1}
+(through h_t) but not r_t. That is exactly the timing of a real-time machine's move: the move on
+input a_t with top (front) X = r_{t−1} emits its output in the same step, so no delay is needed
+for transducers and final-state recognisers (acceptance after step t is a function of the state
+entered, known in h_t). A recogniser accepting by empty stack needs r_t and is refused (the
+``stack_rnn`` controller of `pdanet.constructions.controllers` reads r_t).
+
+The compiled controller factors the finite control from the data path. *Datums*: symbols of
+the input, store and output alphabets that stand for one vocabulary item (the same object, or
+related one-to-one by what some (state, reading) pushes or emits for each input symbol, or some
+(state, input) for each symbol read — the reversal DPDT's bottom-marked s' is a variant of s).
+A store symbol's code is [presence 1; datum bits; variant bits], its variant being the set of
+maps that push it. Input symbols are partitioned into *classes*: two symbols share a class when
+the machine's transitions on them agree in every state once the symbol pushed or emitted is
+described relative to the step — "the input symbol's datum, variant v" (``in``), "the datum of
+the symbol read, variant v" (``rd``) or a constant. The embedding of a symbol is [its class,
+one-hot; its ±1 datum bits (0 where it has none)]. Hidden units:
+
+- a start unit (on only in h_0);
+- one *control unit* per (state c, input class A, reading test R) that the machine distinguishes
+  (R: any, empty, nonempty, one variant, or one store code), with pre-activation
+  ``z = Σ_{i → c} ind(h_{t−1,i}) + x_t[A] + m_R(r_{t−1}) − (n − 1/2)`` (n the number of terms);
+- one *data unit* per datum bit copying x_t's, where some move pushes or emits the input's
+  datum, and as many *reading units* per reading slot copying r_{t−1}'s datum bits, where some
+  move pushes or emits the datum read.
+
+v_t's datum bits are ``source bit + Σ_j 2·code(y_j)·ind(h_j)`` (a constant push overrides the
+copied bits) and its variant bits are set by the control unit; the presence bit (+1) makes an
+empty reading (0) differ from every code. o_t holds the datum bits of the output the same way
+plus one flag per output symbol that is no datum's only output symbol (and "none"). So units and parameters grow with the number of classes, not with |Σ|·|Γ|, when the
+machine only copies symbols (queue copy, stack and DPDT reversal). Where one head would need
+two sources (the input's datum in one move, the datum read in another), the factoring is
+switched off and every symbol's behaviour is its own class (one unit per (state, symbol class,
+reading) that acts differently, as the ``stack_rnn`` controller has); ``net.info["factoring"]``
+says which ("none" also where no datum is copied). A state that holds a symbol (bigram flip's
+pending symbol) is not factored: such machines get one class per symbol.
+
+Saturation. Every pre-activation is ±1/2 or beyond (LSTM: ≥ 0.499, see below) and β = 2048, so
+|βz| ≥ 1021: sigmoid is exactly 0 or 1 and tanh exactly ±1 in float32 and float64 (e^−745
+underflows float64). Push/pop strengths are then exactly 0/1, pushed vectors exactly ±1 codes,
+readings exact codes, and the network is bit-exact at every length. The Elman controller's
+units are ±1 (ind(h) = (h+1)/2). The LSTM's units use forget gate 0, input gate 1: a control unit
+has g = 1 and output gate sigmoid(βz), so h ∈ {0, tanh 1}; a data unit has g = tanh(β·bit), so
+h = ±tanh 1. Downstream weights read ind(h) = κh with κ = 21/16 (κ·tanh 1 ∈ (0.9995, 0.9996);
+h_0's start unit is 16/21, so κh_0 = 1), which costs 1 − κ tanh 1 < 0.0005 of margin.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import sympy as sp
+import torch
+from torch import nn
+
+from pdanet import limits
+from pdanet.automata.dfa import DFA
+from pdanet.automata.pda import DeterministicPushdown
+from pdanet.automata.store import StoreTransducer
+from pdanet.constructions.abstraction import ControllerMemory, ControllerUnit
+from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact
+from pdanet.constructions.controllers import _decoder, _Plan, _reader, _Unit, unit_label
+from pdanet.constructions.realtime import RealtimeTable
+from pdanet.constructions.realtime import table as realtime_table
+from pdanet.constructions.stacks.grefenstette import NeuralDeQue, NeuralQueue, NeuralStack
+from pdanet.constructions.stacks.protocol import SymbolCodes, op_of
+from pdanet.errors import CompileError, InputError, PdanetError
+
+STORES = {"stack": NeuralStack, "queue": NeuralQueue, "deque": NeuralDeQue}
+CONTROLLERS = ("rnn", "lstm")
+BETA = 2048
+KAPPA = Fraction(21, 16)          # LSTM: ind(h) = κ h, κ tanh 1 ≈ 0.99959
+MARGIN = {"rnn": sp.Rational(1, 2), "lstm": sp.Rational(499, 1000)}
+
+
+# --- the model ----------------------------------------------------------------------------------
+class GrefenstetteRNN(nn.Module):
+    """Grefenstette et al. (2015) §3.4: an RNN or LSTM controller with a neural Stack, Queue or
+    DeQue (see the module docstring). ``num_symbols`` input symbols (ids, −1 padding),
+    ``hidden`` controller units, store vectors of ``width``, ``num_outputs`` logits; ``embedding``
+    the input embedding size (default ``num_symbols``), ``output_size`` the size of o_t (default
+    ``hidden``); ``codes`` an optional (G + 1, width) 0/1 table by which the read-back decodes
+    store cells to symbol ids (cells with value bits > 1/2 matching row g are symbol g).
+
+    forward(ids (B, T)) → (states (B, T+1, H + S·width + 1 + D), logits (B, T+1, num_outputs)),
+    states[t] = [h_t; r_t; n_t; c_t] as in `pdanet.constructions.controllers.StackRNN`: n_t the
+    number of cells of strength > 1/2 and c_t their decoded symbol ids (−1 padding)."""
+
+    def __init__(self, num_symbols: int, hidden: int, width: int, num_outputs: int,
+                 controller: str = "rnn", store: str = "stack", embedding: int | None = None,
+                 output_size: int | None = None, codes: np.ndarray | None = None):
+        super().__init__()
+        if controller not in CONTROLLERS:
+            raise InputError(f"controller must be one of {CONTROLLERS}, got {controller!r}")
+        if store not in STORES:
+            raise InputError(f"store must be one of {tuple(STORES)}, got {store!r}")
+        for name, value in (("num_symbols", num_symbols), ("hidden", hidden), ("width", width),
+                            ("num_outputs", num_outputs)):
+            if not isinstance(value, int) or value < 1:
+                raise InputError(f"{name} must be a positive int, got {value!r}")
+        self.controller_kind, self.store_kind = controller, store
+        self.store = STORES[store]()
+        self.slots, self.width = self.store.slots, width
+        self.reading_size = width * self.slots
+        E = num_symbols if embedding is None else embedding
+        O = hidden if output_size is None else output_size
+        self.embedding = nn.Embedding(num_symbols, E)
+        cell = nn.LSTMCell if controller == "lstm" else nn.RNNCell
+        self.cell = cell(E + self.reading_size, hidden)
+        self.h0 = nn.Parameter(torch.randn(hidden) * 0.1)                   # §3.4: h_0 learned
+        if controller == "lstm":
+            self.c0 = nn.Parameter(torch.zeros(hidden))
+        self.push = nn.Linear(hidden, self.slots)                            # d_t (W_d, b_d)
+        self.pop = nn.Linear(hidden, self.slots)                             # u_t (W_u, b_u)
+        self.value = nn.Linear(hidden, self.reading_size)                    # v_t (W_v, b_v)
+        self.out = nn.Linear(hidden, O)                                      # o_t (W_o, b_o)
+        self.readout = nn.Linear(O, num_outputs)                             # §4.3 softmax
+        if codes is None:
+            codes = np.zeros((1, width), dtype=np.int64)
+        codes = np.asarray(codes)
+        if codes.ndim != 2 or codes.shape[1] != width:
+            raise InputError(f"codes must be a (G + 1, {width}) table, got {codes.shape}")
+        self.codes = SymbolCodes(codes)
+
+    @property
+    def channels(self) -> tuple[str, ...]:
+        """The store's action channels (`Store.channels`)."""
+        return self.store.channels
+
+    def actions(self, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The store's actions (B, channels) in channel order — (d, u), or (d_top, u_top,
+        d_bot, u_bot) for the deque — and the pushed vectors [v_top; v_bot] (B, S·width)."""
+        d = torch.sigmoid(self.push(h))                                      # d_t, §3.4
+        u = torch.sigmoid(self.pop(h))                                       # u_t, §3.4
+        v = torch.tanh(self.value(h))                                        # v_t, §3.4
+        return torch.stack([d, u], 2).reshape(len(h), -1), v
+
+    def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        ids = torch.as_tensor(ids)
+        if ids.dim() != 2:
+            raise InputError(f"ids must be (batch, time), got shape {tuple(ids.shape)}")
+        ids = ids.to(self.h0.device)
+        if bool((ids >= self.embedding.num_embeddings).any()):
+            raise InputError(f"ids must be < {self.embedding.num_embeddings} (or −1 padding)")
+        B, T = ids.shape
+        valid = ids >= 0
+        padded = (~valid).any(0).tolist()
+        x = self.embedding(ids.clamp(min=0))
+        lstm = self.controller_kind == "lstm"
+        h = self.h0.view(1, -1).expand(B, -1)
+        c = self.c0.view(1, -1).expand(B, -1) if lstm else None
+        r = x.new_zeros(B, self.reading_size)                               # r_0 = 0
+        mem = self.store.run(B, T, x, self.codes)
+        hs, rs = [h], [r]
+        blocks = [(x.new_zeros(B, 1, 0), x.new_zeros(B, 1))]
+        for t in range(T):
+            inp = torch.cat([x[:, t], r], 1)                                 # x_t ⊕ r_{t−1}
+            if lstm:
+                h_new, c_new = self.cell(inp, (h, c))                        # (o'_t, h_t)
+            else:
+                h_new, c_new = self.cell(inp, h), None
+            act, value = self.actions(h_new)
+            v = None
+            if padded[t]:                      # padding leaves the row's whole state unchanged
+                v = valid[:, t]
+                keep = v.unsqueeze(1)
+                h_new = torch.where(keep, h_new, h)
+                if lstm:
+                    c_new = torch.where(keep, c_new, c)
+                act = mem.idle(act, v)
+            r = mem.step(act, value, v)                   # Eqs. 1–3 / 1, 4–5 / 6–11
+            h, c = h_new, c_new
+            hs.append(h)
+            rs.append(r)
+            if mem.k == mem.BLOCK or t == T - 1:
+                blocks.append(mem.flush())
+        W = max(1, max(cells.shape[2] for cells, _ in blocks))
+        contents = x.new_full((B, T + 1, W), -1.0)
+        t0 = 0
+        for cells, _ in blocks:
+            contents[:, t0:t0 + cells.shape[1], :cells.shape[2]] = cells
+            t0 += cells.shape[1]
+        sizes = torch.cat([n for _, n in blocks], 1)
+        hs_t, rs_t = torch.stack(hs, 1), torch.stack(rs, 1)
+        states = torch.cat([hs_t, rs_t, sizes.unsqueeze(2), contents], 2)
+        logits = self.readout(torch.tanh(self.out(hs_t)))                    # o_t, then W_y o_t
+        return states, logits
+
+
+# --- the machine, factored ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class GrefenstetteUnit:
+    """Control unit: "in state ``c``, read a symbol of input class ``A`` and a reading passing
+    ``test``" (``("any",)``, ``("empty",)``, ``("nonempty",)``, ``("code", X)`` or
+    ``("variant", v)``: any symbol of variant v) → state ``c2``,
+    with store op ``op``, the pushed value per slot and the output, each None, ``("in",)`` (the
+    input symbol), ``("rd", slot)`` (the symbol read at that slot) or ``("c", index)``."""
+
+    c: int
+    A: int
+    test: tuple
+    c2: int
+    op: str
+    push: tuple
+    out: tuple | None
+
+
+@dataclass(frozen=True)
+class GrefenstetteController(ControllerMemory):
+    """`ControllerMemory` of a compiled `GrefenstetteRNN`: ``units[j]`` is hidden unit j + 1
+    (unit 0 starts); ``classes[a]`` the input class of symbol a; ``tests[j]`` the reading test of
+    unit j; ``data_units`` / ``reading_units`` the hidden ranges of the copied code bits;
+    ``factoring``: ``"data_path"`` or ``"none"``."""
+
+    classes: tuple = ()
+    tests: tuple = ()
+    data_units: tuple = ()
+    reading_units: tuple = ()
+    factoring: str = "data_path"
+
+
+def _symbols(machine) -> tuple[list, list, list]:
+    """(input symbols, store symbols by code, output symbols) of the machine."""
+    if isinstance(machine, StoreTransducer):
+        return list(machine.alphabet), list(machine.store_alphabet), list(machine.output_alphabet)
+    if isinstance(machine, DeterministicPushdown):
+        outs = list(getattr(machine, "output_alphabet", ()) or ())
+        return list(machine.alphabet), list(machine.stack_alphabet), outs
+    if isinstance(machine, DFA):
+        outs = list(machine.output_alphabet) if machine.output_kind == "symbol" else []
+        return list(machine.alphabet), [], outs
+    return [], [], []
+
+
+def _view(machine, model: str) -> RealtimeTable:
+    cls = type(machine).__name__
+    if not isinstance(machine, (StoreTransducer, DeterministicPushdown, DFA)):
+        raise CompileError(
+            f"{machine!r} ({cls}) is not a real-time deterministic machine; model {model!r} runs "
+            "one deterministic store step per symbol. A nondeterministic PDA needs the "
+            "nondeterministic stack of DuSell & Chiang (target 'ns_rnn')")
+    view = realtime_table(machine)       # names the buffered target for ε-moves
+    if view.empty_stack:
+        raise CompileError(
+            f"{machine!r} accepts by empty stack; in model {model!r} the output o_t is computed "
+            "before the store steps and cannot see r_t. Compile it with "
+            "pn.compile(m, target='stack_rnn') (its readout reads r_t), or convert it to "
+            "final-state acceptance")
+    return view
+
+
+@dataclass(frozen=True)
+class _Factored:
+    view: RealtimeTable
+    classes: np.ndarray           # input symbol → class
+    reps: tuple                   # class → a representative symbol
+    units: tuple                  # GrefenstetteUnit
+    sources: dict                 # head → ("in",) / ("rd", slot) / None
+    factoring: str
+    reachable: tuple
+    data: _Data
+
+
+@dataclass(frozen=True)
+class _Data:
+    """Symbol codes by datum: store symbol X has code [1; datum bits; variant bits]; an input
+    symbol carries the datum bits of its datum (``in_datum``, −1: none), a data output symbol
+    is emitted by its datum bits (``out_datum``, −1: a flag)."""
+
+    codes: np.ndarray             # (G + 1, 1 + db + vb), row G (empty) zero
+    db: int
+    st_datum: tuple
+    st_var: tuple
+    in_datum: tuple
+    out_datum: tuple
+    dcodes: np.ndarray            # (datums, db) 0/1
+    vcodes: np.ndarray            # (variants, vb) 0/1
+
+
+def _bits(n: int, width: int) -> np.ndarray:
+    return (np.arange(n)[:, None] >> np.arange(width - 1, -1, -1)[None, :]) & 1
+
+
+def _data(view: RealtimeTable, machine, links: bool) -> _Data | None:
+    """Datums: symbols of the input, store and output alphabets that stand for the same
+    vocabulary item — the same object, or (with ``links``) related by a one-to-one map that
+    some (state, reading) applies to the input symbol, or (state, input) to the symbol read, to
+    push or emit. Store symbols of one datum differ by their *variant*: the set of maps that
+    push them. None where two store symbols share datum and variant."""
+    ins, gam, outs = _symbols(machine)
+    K, G, n_out = view.K, view.G, view.n_out
+    parent = list(range(K + G + n_out))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    def union(i: int, j: int) -> None:
+        parent[find(i)] = find(j)
+
+    node: dict = {}
+    for i, sym in enumerate(list(ins) + list(gam) + list(outs)):
+        if sym in node:
+            union(i, node[sym])
+        node.setdefault(sym, i)
+    roles: dict = {X: set() for X in range(G)}
+    for X in range(G):
+        if gam[X] in ins:
+            roles[X].add(("id",))
+    if links:
+        maps: dict = {}
+        for (p, a, X), (_, out, _, _, y) in view.trans.items():
+            if y >= 0:
+                maps.setdefault(("push_in", p, X), []).append((a, K + y))
+                if X < G:
+                    maps.setdefault(("push_rd", p, a), []).append((K + X, K + y))
+            if out >= 0:
+                maps.setdefault(("out_in", p, X), []).append((a, K + G + out))
+                if X < G:
+                    maps.setdefault(("out_rd", p, a), []).append((K + X, K + G + out))
+        for key, pairs in maps.items():
+            if len(pairs) >= 2 and len({v for _, v in pairs}) == len(pairs):   # one-to-one
+                for u, v in pairs:
+                    union(u, v)
+                    if key[0].startswith("push"):
+                        roles[v - K].add(key)
+    datum_of_root: dict = {}
+    st_datum = []
+    for X in range(G):
+        st_datum.append(datum_of_root.setdefault(find(K + X), len(datum_of_root)))
+    role_ids: dict = {}
+    st_var = [role_ids.setdefault(frozenset(roles[X]), len(role_ids)) for X in range(G)]
+    if len(set(zip(st_datum, st_var))) < G:
+        return None
+    nd = max(len(datum_of_root), 1)
+    db = max(1, int(np.ceil(np.log2(nd))))
+    vb = int(np.ceil(np.log2(len(role_ids)))) if len(role_ids) > 1 else 0
+    dcodes = _bits(nd, db)
+    vcodes = _bits(max(len(role_ids), 1), max(vb, 1))[:, :vb]
+    codes = np.zeros((G + 1, 1 + db + vb), dtype=np.int64)
+    for X in range(G):
+        codes[X] = np.concatenate([[1], dcodes[st_datum[X]], vcodes[st_var[X]]])
+    in_datum = tuple(datum_of_root.get(find(a), -1) for a in range(K))
+    count: dict = {}
+    for o in range(n_out):
+        d = datum_of_root.get(find(K + G + o), -1)
+        count[d] = count.get(d, 0) + 1
+    out_datum = tuple(d if d >= 0 and count[d] == 1 else -1
+                      for d in (datum_of_root.get(find(K + G + o), -1) for o in range(n_out)))
+    return _Data(codes, db, tuple(st_datum), tuple(st_var), in_datum, out_datum, dcodes, vcodes)
+
+
+def _factor(view: RealtimeTable, machine, store, sources: bool) -> _Factored:
+    """Input classes, reading classes and control units (see the module docstring)."""
+    G = view.G
+    data = (_data(view, machine, True) if sources else None) or _data(view, machine, False)
+    if data is None:           # distinct store objects never share datum and variant
+        raise CompileError(f"{machine!r}: store symbols without distinct codes")
+    ind = data.in_datum if sources else (-1,) * view.K
+    sd, sv, od = data.st_datum, data.st_var, data.out_datum
+    deque = view.kind == "deque"
+    by_variant: dict = {}
+    if data.codes.shape[1] - 1 > data.db:        # variant bits: a reading test may read them
+        for X in range(G):
+            by_variant.setdefault(sv[X], []).append(X)
+    by_variant = {v: tuple(xs) for v, xs in by_variant.items()}
+
+    # a pushed / emitted symbol is a copy of "the symbol read" where its datum is the reading's
+    # for every nonempty reading of that (state, input) (at least two), of "the input symbol"
+    # where it is the input's for every data input of that (state, reading) (at least two)
+    agree_rd: dict = {}
+    agree_in: dict = {}
+    for (p, a, X), (_, out, _, _, y) in view.trans.items():
+        vals = (("push", sd[y] if y >= 0 else -2), ("out", od[out] if out >= 0 else -2))
+        if X < G:
+            for field, val in vals:
+                n, ok = agree_rd.get((field, p, a), (0, True))
+                agree_rd[(field, p, a)] = (n + 1, ok and val == sd[X])
+        if ind[a] >= 0:
+            for field, val in vals:
+                n, ok = agree_in.get((field, p, X), (0, True))
+                agree_in[(field, p, X)] = (n + 1, ok and val == ind[a])
+
+    def copies(table: dict, key: tuple) -> bool:
+        n, ok = table.get(key, (0, False))
+        return sources and ok and n >= 2
+
+    def slot(p: int) -> int:
+        return 0 if (not deque or view.reads_top[p]) else 1
+
+    def behaviour(p: int, a: int, X: int, mv: tuple) -> tuple:
+        p2, out, pe, ue, y = mv
+        op = op_of(store, pe, ue)
+        if op is None:
+            raise CompileError(f"{type(store).__name__} has no one-step op that pops at {pe} and "
+                               f"pushes at {ue}; model grefenstette cannot run this move")
+        ya = None
+        if y >= 0:
+            ya = (("in", sv[y]) if ind[a] >= 0 and copies(agree_in, ("push", p, X)) else
+                  ("rd", slot(p), sv[y]) if X < G and copies(agree_rd, ("push", p, a))
+                  else ("c", y))
+        oa = None
+        if out >= 0:
+            oa = (("in",) if ind[a] >= 0 and copies(agree_in, ("out", p, X)) else
+                  ("rd", slot(p)) if X < G and copies(agree_rd, ("out", p, a)) else ("c", out))
+        return (p2, op, ya, oa)
+
+    beh: dict = {}
+    sig_a: dict = {}
+    sig_x: dict = {}
+    for (p, a, X), mv in view.trans.items():
+        b = behaviour(p, a, X, mv)
+        beh[(p, a, X)] = b
+        sig_a.setdefault(a, []).append((p, X, b))
+        sig_x.setdefault(X, []).append((p, a, b))
+    group_a: dict = {}
+    classes = np.zeros(view.K, dtype=np.int64)
+    for a in range(view.K):
+        classes[a] = group_a.setdefault(frozenset(sig_a.get(a, ())), len(group_a))
+    group_x: dict = {}
+    xclass = np.zeros(G + 1, dtype=np.int64)
+    for X in range(G + 1):
+        xclass[X] = group_x.setdefault((X == G, frozenset(sig_x.get(X, ()))), len(group_x))
+    reps = tuple(int(np.flatnonzero(classes == k)[0]) for k in range(len(group_a)))
+    xmembers = [tuple(np.flatnonzero(xclass == k).tolist()) for k in range(len(group_x))]
+    xreps = [mem[0] for mem in xmembers]
+    # controller states reachable from q0 (through any reading)
+    seen, todo = {view.q0}, [view.q0]
+    while todo:
+        p = todo.pop()
+        for A in reps:
+            for X in xreps:
+                mv = view.trans.get((p, A, X))
+                if mv is not None and mv[0] not in seen:
+                    seen.add(mv[0])
+                    todo.append(mv[0])
+    units = []
+    for p in sorted(seen):
+        for k, a in enumerate(reps):
+            got = [(mem, view.trans.get((p, a, X))) for mem, X in zip(xmembers, xreps)]
+            if all(mv is None for _, mv in got):
+                continue
+
+            def unit(test: tuple, X: int, mv: tuple, _p=p, _k=k, _a=a) -> GrefenstetteUnit:
+                p2 = mv[0]
+                _, op, ya, oa = beh[(_p, _a, X)]
+                push = tuple(ya if e == store.ops[op][1] and ya is not None else None
+                             for e in store.pushes)
+                return GrefenstetteUnit(_p, _k, test, p2, op, push, oa)
+
+            groups: dict = {}          # readings grouped by this (state, class)'s behaviour
+            for (mem, mv), X in zip(got, xreps):
+                if mv is not None:
+                    groups.setdefault(beh[(p, a, X)], []).extend(mem)
+            if len(groups) == 1 and sum(len(mem) for mem in groups.values()) == G + 1:
+                units.append(unit(("any",), xreps[0], got[0][1]))
+                continue
+            for mem in groups.values():
+                rest = tuple(sorted(x for x in mem if x != G))
+                if G in mem:
+                    units.append(unit(("empty",), G, view.trans[(p, a, G)]))
+                if rest and len(rest) == G and G > 1:
+                    units.append(unit(("nonempty",), rest[0], view.trans[(p, a, rest[0])]))
+                elif len(rest) > 1 and rest == by_variant.get(sv[rest[0]]):
+                    units.append(unit(("variant", sv[rest[0]]), rest[0],
+                                      view.trans[(p, a, rest[0])]))
+                else:
+                    units += [unit(("code", x), x, view.trans[(p, a, x)]) for x in rest]
+    heads: dict = {}
+    for u in units:
+        for s, y in enumerate(u.push):
+            if y is not None and y[0] != "c":
+                heads.setdefault(("push", s), set()).add(y[:-1])
+        if u.out is not None and u.out[0] != "c":
+            heads.setdefault(("out",), set()).add(u.out)
+    if any(len(v) > 1 for v in heads.values()):
+        raise _Conflict
+    srcs = {h: next(iter(v)) for h, v in heads.items()}
+    factoring = "data_path" if srcs else "none"      # no copied bits: one class per behaviour
+    return _Factored(view, classes, reps, tuple(units), srcs, factoring, tuple(sorted(seen)),
+                     data)
+
+
+class _Conflict(Exception):
+    """One head would copy from two sources: factoring is switched off."""
+
+
+def factor(machine, model: str = "grefenstette_lstm") -> _Factored:
+    """The factored controller of ``machine`` (the data-path factoring where every head copies
+    from at most one source, else one class per symbol)."""
+    view = _view(machine, model)
+    store = STORES[view.kind]()
+    try:
+        return _factor(view, machine, store, True)
+    except _Conflict:
+        return _factor(view, machine, store, False)
+
+
+# --- weights ------------------------------------------------------------------------------------
+def _layout(f: _Factored, mb: int) -> dict:
+    """Hidden indices: start 0, control units 1..U, then data units, then reading units."""
+    U = len(f.units)
+    srcs = set(f.sources.values())
+    nxt = 1 + U
+    data = ()
+    if ("in",) in srcs:
+        data, nxt = tuple(range(nxt, nxt + mb)), nxt + mb
+    reading = {}
+    for s in sorted(x[1] for x in srcs if x[0] == "rd"):
+        reading[s], nxt = tuple(range(nxt, nxt + mb)), nxt + mb
+    return {"H": nxt, "data": data, "reading": reading}
+
+
+def _weights(f: _Factored, lstm: bool) -> tuple[dict, dict]:
+    view, units, data = f.view, f.units, f.data
+    store = STORES[view.kind]()
+    S = store.slots
+    codes = data.codes
+    m = codes.shape[1]
+    mb, db = m - 1, data.db
+    sgn = 2 * codes[:, 1:] - 1                       # ±1 code bits of each store symbol
+    dsgn = 2 * data.dcodes - 1                       # ±1 datum bits
+    vsgn = 2 * data.vcodes - 1                       # ±1 variant bits
+    lay = _layout(f, db)
+    H = lay["H"]
+    nA = len(f.reps)
+    E = nA + db
+    Fr = Fraction
+    D = 16
+    # embedding: [class one-hot; ±1 datum bits of the symbol (0: none)]
+    emb = np.zeros((view.K, max(E, 1)), dtype=np.int64)
+    emb[np.arange(view.K), f.classes] = 1
+    for a, d in enumerate(data.in_datum):
+        if d >= 0:
+            emb[a, nA:nA + db] = dsgn[d]
+    # ind(h) = ka·h + kb ; a copied bit = kbit·h
+    # scaled weights are int64 sixteenths (exact dyadic rationals; no per-entry Fractions)
+    ka, kb, kbit = (21, 0, 21) if lstm else (8, 8, 16)       # 21/16 = κ; 1/2, 1/2, 1
+
+    def ew(arr: np.ndarray) -> ExactWeight:
+        return ExactWeight(np.asarray(arr, dtype=np.int64), D, True)
+
+    into: dict = {}
+    for j, u in enumerate(units):
+        into.setdefault(u.c2, []).append(j + 1)
+    into.setdefault(view.q0, []).append(0)
+    inp = E + S * m
+    W_ih = np.zeros((H, inp), dtype=np.int64)
+    W_hh = np.zeros((H, H), dtype=np.int64)
+    bias = np.zeros(H, dtype=np.int64)
+    bias[0] = -8
+    deque = view.kind == "deque"
+    tests = []
+    for j, u in enumerate(units):
+        i = j + 1
+        n = 2
+        for src in into.get(u.c, ()):
+            W_hh[i, src] = ka
+            bias[i] += kb
+        W_ih[i, u.A] = D
+        sl = 0 if (not deque or view.reads_top[u.c]) else 1
+        base = E + sl * m
+        kind = u.test[0]
+        if kind == "empty":                                  # 1 − presence
+            W_ih[i, base], bias[i], n = -D, bias[i] + D, 3
+        elif kind == "nonempty":                             # presence
+            W_ih[i, base], n = D, 3
+        elif kind == "code":                                 # Σ sgn·bits − mb + 1
+            W_ih[i, base + 1:base + m] = D * sgn[u.test[1]]
+            bias[i] += D * (1 - mb)
+            n = 3
+        elif kind == "variant":                              # Σ vsgn·variant bits − vb + 1
+            W_ih[i, base + 1 + db:base + m] = D * vsgn[u.test[1]]
+            bias[i] += D * (1 - (mb - db))
+            n = 3
+        bias[i] -= 8 * (2 * n - 1)
+        tests.append(u.test)
+    for k, i in enumerate(lay["data"]):
+        W_ih[i, nA + k] = D
+    for s, idx in lay["reading"].items():
+        for k, i in enumerate(idx):
+            W_ih[i, E + s * m + 1 + k] = D
+    w: dict[str, ExactWeight] = {"embedding.weight": ExactWeight.of(emb, scaled=False)}
+    if lstm:  # gates i, f, g, o: i = 1, f = 0; control units g = 1, o = σ(βz); copies g = tanh(βz)
+        copies = np.zeros(H, dtype=bool)
+        copies[list(lay["data"]) + [i for idx in lay["reading"].values() for i in idx]] = True
+        Wi = np.zeros((4 * H, inp), dtype=np.int64)
+        Wh = np.zeros((4 * H, H), dtype=np.int64)
+        bb = np.zeros(4 * H, dtype=np.int64)
+        bb[:H], bb[H:2 * H] = D, -D
+        ctrl = ~copies
+        Wi[3 * H:][ctrl], Wh[3 * H:][ctrl], bb[3 * H:][ctrl] = W_ih[ctrl], W_hh[ctrl], bias[ctrl]
+        bb[2 * H:3 * H][ctrl] = D
+        Wi[2 * H:3 * H][copies], Wh[2 * H:3 * H][copies] = W_ih[copies], W_hh[copies]
+        bb[2 * H:3 * H][copies] = bias[copies]
+        bb[3 * H:][copies] = D
+        w["cell.weight_ih"], w["cell.weight_hh"] = ew(Wi), ew(Wh)
+        w["cell.bias_ih"] = ew(bb)
+        w["cell.bias_hh"] = ExactWeight.of(np.zeros(4 * H, dtype=np.int64))
+        h0 = np.full(H, Fr(0), dtype=object)
+        h0[0] = 1 / KAPPA
+        w["h0"] = ExactWeight.of(h0, scaled=False)
+        w["c0"] = ExactWeight.of(np.zeros(H, dtype=np.int64), scaled=False)
+    else:
+        w["cell.weight_ih"], w["cell.weight_hh"] = ew(W_ih), ew(W_hh)
+        w["cell.bias_ih"] = ew(bias)
+        w["cell.bias_hh"] = ExactWeight.of(np.zeros(H, dtype=np.int64))
+        h0 = -np.ones(H, dtype=np.int64)
+        h0[0] = 1
+        w["h0"] = ExactWeight.of(h0, scaled=False)
+
+    def head(rows: int) -> tuple[np.ndarray, np.ndarray]:
+        return np.zeros((rows, H), dtype=np.int64), np.zeros(rows, dtype=np.int64)
+
+    def add_ind(Wm, bv, r: int, i: int, coef) -> None:
+        Wm[r, i] += ka * coef
+        bv[r] += kb * coef
+
+    def add_bits(Wm, r0: int, src: tuple | None) -> None:
+        if src is None:
+            return
+        idx = lay["data"] if src == ("in",) else lay["reading"][src[1]]
+        for k, i in enumerate(idx):
+            Wm[r0 + k, i] += kbit
+
+    Wd, bd = head(S)
+    Wu, bu = head(S)
+    bd[:], bu[:] = -8, -8
+    Wv, bv = head(S * m)
+    bv[[s * m for s in range(S)]] = -D
+    chan = store.channels
+    for j, u in enumerate(units):
+        act = store.actions(u.op)
+        for s in range(S):
+            d_ch, u_ch = (("push", "pop") if S == 1 else
+                          (f"push_{store.pushes[s]}", f"pop_{store.pushes[s]}"))
+            add_ind(Wd, bd, s, j + 1, act[chan.index(d_ch)])
+            add_ind(Wu, bu, s, j + 1, act[chan.index(u_ch)])
+            y = u.push[s]
+            if y is not None:
+                add_ind(Wv, bv, s * m, j + 1, 2)
+                if y[0] == "c":
+                    for k in range(mb):
+                        add_ind(Wv, bv, s * m + 1 + k, j + 1, 2 * int(sgn[y[1], k]))
+                else:                                        # the datum is copied; the variant
+                    for k in range(mb - db):
+                        add_ind(Wv, bv, s * m + 1 + db + k, j + 1, 2 * int(vsgn[y[-1], k]))
+    for s in range(S):
+        add_bits(Wv, s * m + 1, f.sources.get(("push", s)))
+    w["push.weight"], w["push.bias"] = ew(Wd), ew(bd)
+    w["pop.weight"], w["pop.bias"] = ew(Wu), ew(bu)
+    w["value.weight"], w["value.bias"] = ew(Wv), ew(bv)
+    info: dict[str, Any] = {}
+    if view.output == "accept":
+        Wo, bo = head(1)
+        bo[0] = -D
+        for j, u in enumerate(units):
+            if view.accepting[u.c2]:
+                add_ind(Wo, bo, 0, j + 1, 2)
+        if view.accepting[view.q0]:
+            add_ind(Wo, bo, 0, 0, 2)
+        Wy = np.array([[1]], dtype=np.int64)
+        by = np.zeros(1, dtype=np.int64)
+        O = 1
+    else:
+        out_store = data.out_datum
+        flags = [o for o in range(view.n_out) if out_store[o] < 0] + [view.n_out]   # + "none"
+        fpos = {o: k for k, o in enumerate(flags)}
+        data_out = any(x >= 0 for x in out_store)
+        ob = db if data_out else 0
+        O = ob + len(flags)
+        Wo, bo = head(O)
+        bo[ob:] = -D
+        add_ind(Wo, bo, ob + fpos[view.n_out], 0, 2)          # start: "none"
+        for j, u in enumerate(units):
+            if u.out is None:
+                add_ind(Wo, bo, ob + fpos[view.n_out], j + 1, 2)
+            elif u.out[0] == "c":
+                o = u.out[1]
+                if out_store[o] < 0:
+                    add_ind(Wo, bo, ob + fpos[o], j + 1, 2)
+                else:
+                    for k in range(db):
+                        add_ind(Wo, bo, k, j + 1, 2 * int(dsgn[out_store[o], k]))
+        if data_out:
+            add_bits(Wo, 0, f.sources.get(("out",)))
+        Wy = np.zeros((view.n_out + 1, O), dtype=object)
+        Wy[:] = Fr(0)
+        by = np.full(view.n_out + 1, Fr(0), dtype=object)
+        for o in range(view.n_out):
+            if out_store[o] >= 0:
+                Wy[o, :ob] = [Fr(int(s)) for s in dsgn[out_store[o]]]
+        for o in flags:
+            Wy[o, ob + fpos[o]] = Fr(ob + 2, 2)
+            by[o] = Fr(ob + 2, 2)
+        info["output_flags"] = len(flags)
+    w["out.weight"], w["out.bias"] = ew(Wo), ew(bo)
+    w["readout.weight"] = ExactWeight.of(Wy, scaled=False)
+    w["readout.bias"] = ExactWeight.of(by, scaled=False)
+    info.update(H=H, E=max(E, 1), O=O, layout=lay, tests=tuple(tests))
+    return w, info
+
+
+# --- compile ------------------------------------------------------------------------------------
+def requires_grefenstette(machine, controller: str = "lstm") -> str | PdanetError | None:
+    """None when ``machine`` compiles to model ``grefenstette_<controller>``, else why not (the
+    typed error it would raise), without building weights."""
+    try:
+        factor(machine, f"grefenstette_{controller}")
+    except PdanetError as exc:
+        return exc
+    return None
+
+
+def requires_grefenstette_rnn(machine) -> str | PdanetError | None:
+    """`requires_grefenstette` for the Elman controller."""
+    return requires_grefenstette(machine, "rnn")
+
+
+def requires_grefenstette_lstm(machine) -> str | PdanetError | None:
+    """`requires_grefenstette` for the LSTM controller."""
+    return requires_grefenstette(machine, "lstm")
+
+
+def estimate(machine, controller: str = "lstm") -> dict[str, int]:
+    """Hidden units and parameters of the compiled model, from the factoring alone."""
+    f = factor(machine, f"grefenstette_{controller}")
+    return _size(f, controller)
+
+
+def _size(f: _Factored, controller: str) -> dict[str, int]:
+    view = f.view
+    S = STORES[view.kind].slots
+    m = f.data.codes.shape[1]
+    H = _layout(f, f.data.db)["H"]
+    E = max(len(f.reps) + f.data.db, 1)
+    O = 1 if view.output == "accept" else view.n_out + 1       # an upper bound on o_t's size
+    gates = 4 if controller == "lstm" else 1
+    params = (view.K * E + gates * H * (E + S * m + H + 2) + H * (1 + (controller == "lstm"))
+              + (H + 1) * (2 * S + S * m + O) + (O + 1) * (view.n_out + 1 if O > 1 else 1))
+    return {"hidden_units": H, "parameters": params, "classes": len(f.reps),
+            "control_units": len(f.units)}
+
+
+def compile_grefenstette(machine, controller: str = "lstm", dtype: torch.dtype = torch.float32
+                         ) -> CompiledNetwork:
+    """Compile a real-time deterministic machine (DPDA / DPDT with final-state acceptance, DFA or
+    Mealy machine, stack / queue / deque store transducer) into `GrefenstetteRNN` with an Elman
+    (``"rnn"``) or LSTM (``"lstm"``) controller; the store is the machine's (a DFA gets a stack
+    that stays empty). See the module docstring for the construction, its timing and its
+    saturation argument. CompileError for ε-moves (the buffered model of Hao et al. can),
+    empty-stack acceptance (target 'stack_rnn' can), a nondeterministic machine (target
+    'ns_rnn' can) or a move that no Grefenstette store does in one step."""
+    if controller not in CONTROLLERS:
+        raise InputError(f"controller must be one of {CONTROLLERS}, got {controller!r}")
+    model = f"grefenstette_{controller}"
+    f = factor(machine, model)
+    view = f.view
+    size = _size(f, controller)
+    what = f"compiling {machine!r} to model {model} ({size['hidden_units']:,} hidden units)"
+    hint = "use a smaller machine (for a task, a smaller vocabulary)"
+    limits.check(what, size["hidden_units"], "max_units", hint=hint)
+    limits.check(f"{what}, {size['parameters']:,} parameters", 32 * size["parameters"],
+                 "max_bytes", hint=hint)
+    lstm = controller == "lstm"
+    codes = f.data.codes
+    weights, winfo = _weights(f, lstm)
+    H = winfo["H"]
+    n_out = 1 if view.output == "accept" else view.n_out + 1
+    module = GrefenstetteRNN(view.K, H, codes.shape[1], n_out, controller, view.kind,
+                             embedding=winfo["E"], output_size=winfo["O"], codes=codes)
+    module = load_exact(module, weights, BETA, dtype)
+    store = module.store
+    plan_units = tuple(_Unit(u.c, u.A, None, u.c2, store.actions(u.op), (), -1) for u in f.units)
+    plan = _Plan(view, store, 1, view.q0, plan_units)
+    cunits = tuple(ControllerUnit(u.c, u.A, u.test[1] if u.test[0] == "code" else None, u.c2)
+                   for u in f.units)
+    abstraction = GrefenstetteController(
+        labels=("start",) + tuple(unit_label(cu) if u.test[0] in ("any", "code") else
+                                  f"c{u.c}·{u.A}·{u.test[0]}" for cu, u in zip(cunits, f.units))
+        + tuple(f"in{k}" for k in range(len(winfo["layout"]["data"])))
+        + tuple(f"r{s}.{k}" for s, idx in winfo["layout"]["reading"].items()
+                for k in range(len(idx))),
+        memory="grefenstette", store=view.kind, code="binary", codes=codes, linear=False,
+        start=0, units=cunits, classes=tuple(int(c) for c in f.classes),
+        tests=tuple(u.test for u in f.units), data_units=winfo["layout"]["data"],
+        reading_units=tuple(i for idx in winfo["layout"]["reading"].values() for i in idx),
+        factoring=f.factoring)
+    Qs, As, Ts, Gs, Ss = sp.symbols("Q A T G S")
+    bound = 1 + Qs * As * Ts + (1 + Ss) * sp.ceiling(sp.log(Gs + 1, 2))
+    per = {}
+    for u in f.units:
+        per[(u.c, u.A)] = per.get((u.c, u.A), 0) + 1
+    info = {
+        "model": model, "controller": controller, "store": view.kind,
+        "factoring": f.factoring,
+        "factoring_note": ("finite control × input classes × reading tests; symbol codes "
+                           "copied through data/reading units" if f.factoring == "data_path" else
+                           "a head copies from two sources: one class per symbol (no data path)"),
+        "hidden_units": H, "control_units": len(f.units), "input_classes": len(f.reps),
+        "data_units": len(winfo["layout"]["data"]),
+        "reading_units": sum(len(v) for v in winfo["layout"]["reading"].values()),
+        "parameters": sum(p.numel() for p in module.parameters()),
+        "num_states": view.Q, "num_inputs": view.K, "num_store_symbols": view.G,
+        "code_width": codes.shape[1], "datum_bits": f.data.db,
+        "variant_bits": codes.shape[1] - 1 - f.data.db,
+        "embedding": winfo["E"], "output_size": winfo["O"],
+        "sources": {"/".join(map(str, k)): v[0] + (str(v[1]) if len(v) > 1 else "")
+                    for k, v in f.sources.items()},
+        "step": "one network step reads one input symbol and applies one store step; the "
+                "output at step t is the machine's output on that step (it reads r_{t-1})",
+    }
+    return CompiledNetwork(
+        machine=machine, module=module, target="stack_rnn", method=model, hidden_units=H,
+        bound=bound, params={"Q": view.Q, "A": len(f.reps), "T": max(per.values(), default=0),
+                             "G": view.G, "S": store.slots},
+        weights=weights, scale=sp.Integer(BETA), decoder=_decoder(plan, codes, H, False),
+        reader=_reader(view), margin=MARGIN[controller], steps_per_symbol=1,
+        scale_argument=("every pre-activation is beyond ±1/2 (LSTM: ±0.499, κ tanh 1 > 0.9995); "
+                        "β = 2048 gives |βz| ≥ 1021, where sigmoid is exactly 0/1 and tanh "
+                        "exactly ±1 in float32 and float64, so strengths, pushed codes and "
+                        "readings stay exact at every length"),
+        abstraction=abstraction, info=info)
+
+
+def compile_grefenstette_rnn(machine, dtype: torch.dtype = torch.float32) -> CompiledNetwork:
+    """`compile_grefenstette` with the Elman tanh controller (model ``"grefenstette_rnn"``)."""
+    return compile_grefenstette(machine, "rnn", dtype)
+
+
+def compile_grefenstette_lstm(machine, dtype: torch.dtype = torch.float32) -> CompiledNetwork:
+    """`compile_grefenstette` with the LSTM controller (model ``"grefenstette_lstm"``), the
+    controller of the paper's experiments (§4.4)."""
+    return compile_grefenstette(machine, "lstm", dtype)
+
+
+def _example():
+    from pdanet.automata.store import sequence_copy
+    return sequence_copy(3, "queue")
+
+
+EXAMPLE_GREFENSTETTE_RNN = EXAMPLE_GREFENSTETTE_LSTM = _example()
+
+__all__ = ["BETA", "EXAMPLE_GREFENSTETTE_LSTM", "EXAMPLE_GREFENSTETTE_RNN", "GrefenstetteController",
+           "GrefenstetteRNN", "GrefenstetteUnit", "compile_grefenstette",
+           "compile_grefenstette_lstm", "compile_grefenstette_rnn", "estimate", "factor",
+           "requires_grefenstette", "requires_grefenstette_lstm", "requires_grefenstette_rnn"]

@@ -1,0 +1,328 @@
+"""Grefenstette et al. (2015) §3.4 controllers (Elman RNN and LSTM with a neural Stack, Queue or
+DeQue) compiled with a factored controller, verified in lockstep against the machines."""
+
+import time
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pdanet as pn
+from pdanet.automata.alphabet import BOTTOM, EPSILON
+from pdanet.automata.pda import DPDA
+from pdanet.automata.pdt import DPDT
+from pdanet.automata.store import sequence_copy
+from pdanet.errors import CompileError, InputError
+from pdanet.models.grefenstette import (
+    BETA,
+    EXAMPLE_GREFENSTETTE_LSTM,
+    GrefenstetteRNN,
+    compile_grefenstette,
+    compile_grefenstette_lstm,
+    compile_grefenstette_rnn,
+    estimate,
+    requires_grefenstette_lstm,
+    requires_grefenstette_rnn,
+)
+
+CONTROLLERS = ("rnn", "lstm")
+
+
+def _small(name):
+    """The task's machine at a small vocabulary where it takes one."""
+    for params in ({"vocab_size": 3}, {}):
+        try:
+            return pn.tasks.get(name, **params)
+        except TypeError:
+            continue
+    return pn.tasks.get(name)
+
+
+def _applicable():
+    out = []
+    for name in pn.tasks.names():
+        m = _small(name)
+        if requires_grefenstette_lstm(m) is None:
+            out.append((name, m))
+    return out
+
+
+APPLICABLE = _applicable()
+
+
+def _check(m, net, max_length, samples=20, lengths=(0, 64)):
+    rep = pn.verify(m, net, max_length=max_length, samples=samples, sample_lengths=lengths,
+                    long_samples=0, seed=1)
+    assert rep.ok, rep.counterexample
+    return rep
+
+
+def _max_length(m):
+    K = len(m.alphabet)
+    return 6 if K <= 4 else 5 if K <= 6 else 4 if K <= 8 else 3
+
+
+def test_the_seed_tasks_that_apply():
+    names = {n for n, _ in APPLICABLE}
+    assert {"sequence_copy", "sequence_reversal", "dyck2", "parity", "reversal"} <= names
+    # refused with a reason: nondeterministic machines, the Dyck-(k, m) language object
+    assert requires_grefenstette_lstm(pn.tasks.get("unmarked_reversal")) is not None
+
+
+@pytest.mark.parametrize("name, machine", APPLICABLE, ids=[n for n, _ in APPLICABLE])
+@pytest.mark.parametrize("controller", CONTROLLERS)
+def test_seed_tasks_compile_and_verify(name, machine, controller):
+    net = compile_grefenstette(machine, controller)
+    rep = _check(machine, net, _max_length(machine), samples=10)
+    assert "state" in rep.fields and "output" in rep.fields
+    assert net.method == f"grefenstette_{controller}" and net.target == "stack_rnn"
+    assert net.hidden_units == net.module.h0.numel()
+
+
+@pytest.mark.parametrize("store", ("queue", "deque"))
+def test_copy_and_reversal_with_every_store(store):
+    for m in (sequence_copy(3, store),
+              pn.tasks.get("sequence_reversal", vocab_size=3,
+                           store="stack" if store == "queue" else "deque")):
+        for controller in CONTROLLERS:
+            net = compile_grefenstette(m, controller)
+            assert net.info["factoring"] == "data_path"
+            _check(m, net, 8, samples=10, lengths=(0, 100))
+
+
+# --- the data path: units do not grow with |Σ|·|Γ| -----------------------------------------------
+@pytest.mark.parametrize("name, params", [("sequence_copy", {}), ("sequence_reversal", {}),
+                                          ("sequence_reversal", {"store": "stack"}),
+                                          ("sequence_copy", {"store": "deque"})])
+def test_units_grow_with_the_code_width_only(name, params):
+    sizes = {V: estimate(pn.tasks.get(name, vocab_size=V, **params))["hidden_units"]
+             for V in (2, 8, 64, 128)}
+    width = {V: int(np.ceil(np.log2(V + 1))) for V in sizes}
+    copies = (sizes[128] - sizes[2]) // (width[128] - width[2])
+    assert copies in (1, 2)       # the input's datum bits and / or the reading's
+    for V, H in sizes.items():   # start + control units (fixed) + the copied code bits
+        assert H - copies * width[V] == sizes[2] - copies * width[2], sizes
+    classes = estimate(pn.tasks.get(name, vocab_size=64, **params))["classes"]
+    assert classes == 2           # data symbols, and the blank
+
+
+def test_papers_sizes_at_vocabulary_128():
+    """Copy (queue) and reversal (stack) at the paper's vocabulary: fast, small, exact."""
+    for name, params in (("sequence_copy", {}), ("sequence_reversal", {}),
+                         ("sequence_reversal", {"store": "stack"})):
+        m = pn.tasks.get(name, vocab_size=128, **params)
+        t = time.perf_counter()
+        net = compile_grefenstette_lstm(m)
+        assert time.perf_counter() - t < 2.0
+        assert net.hidden_units <= 256 and net.module.width <= 256
+        strings = pn.tasks.sample(name, 20, [40, 80], np.random.default_rng(0), vocab_size=128,
+                                  **params)
+        rep = pn.verify(m, net, strings=strings, max_length=None, samples=0, long_samples=0)
+        assert rep.ok, rep.counterexample
+
+
+def test_variants_share_the_datum_bits():
+    """The reversal DPDT marks the bottom symbol (s' for s): s and s' share their datum bits and
+    differ in a variant bit, which the pop state tests instead of one unit per symbol."""
+    m = pn.tasks.get("sequence_reversal", vocab_size=6)
+    net = compile_grefenstette_lstm(m)
+    codes = net.abstraction.codes
+    assert codes.shape[1] == 1 + 3 + 1                      # presence, datum (3), variant (1)
+    st = list(m.stack_alphabet)
+    for x in ("s0", "s5"):
+        a, b = codes[st.index(x)], codes[st.index(x + "'")]
+        assert (a[:4] == b[:4]).all() and a[4] != b[4]
+    assert any(t[0] == "variant" for t in net.abstraction.tests)
+    _check(m, net, 5, samples=20, lengths=(0, 100))
+
+
+def test_a_head_with_two_sources_switches_the_factoring_off():
+    # pushes the input symbol on 'a'/'b' but pushes the symbol read back on 'c' (a second source
+    # for v_t): every symbol is then its own class
+    t = {}
+    for x in ("a", "b", BOTTOM):
+        for y in ("a", "b"):
+            t[("q", y, x)] = ("q", (y, x))
+    for x in ("a", "b"):
+        t[("q", "c", x)] = ("q", (x, x))
+    m = DPDA(["q"], "abc", "ab", t, "q", accepting=["q"])
+    net = compile_grefenstette_rnn(m)
+    assert net.info["factoring"] == "none"
+    _check(m, net, 6)
+
+
+# --- random machines ------------------------------------------------------------------------------
+@st.composite
+def random_dpda(draw):
+    """Random real-time DPDAs / DPDTs whose stack alphabet is (part of) the input alphabet, so
+    that pushes of the input symbol and outputs of the top exercise the data path."""
+    nq, nk = draw(st.integers(1, 4)), draw(st.integers(1, 3))
+    Q, K = list(range(nq)), "abc"[:nk]
+    variants = draw(st.booleans())          # "A" is a variant of "a" (another store symbol)
+    G = list(K) + ([c.upper() for c in K] if variants else [])
+    transducer = draw(st.booleans())
+    t = {}
+    for q in Q:
+        for a in K + "#":
+            for x in G + [BOTTOM]:
+                kind = draw(st.sampled_from(["none", "noop", "push_in", "push_var", "push", "pop",
+                                             "replace"]))
+                q2, y = draw(st.sampled_from(Q)), draw(st.sampled_from(G))
+                if kind == "none" or (x is BOTTOM and kind in ("pop", "replace")):
+                    continue
+                if kind == "push_in":
+                    kind, y = "push", (a if a != "#" else y)
+                if kind == "push_var":
+                    kind, y = "push", (a.upper() if a != "#" and variants else y)
+                gamma = {"noop": (x,), "push": (y, x), "pop": (), "replace": (y,)}[kind]
+                if kind == "replace" and y == x:
+                    gamma = (x,)
+                if transducer:
+                    out = draw(st.sampled_from(["top", "in", "blank"]))
+                    o = {"top": x.lower() if x is not BOTTOM else "#", "in": a, "blank": "#"}[out]
+                    t[(q, a, x)] = (q2, (o,), gamma)
+                else:
+                    t[(q, a, x)] = (q2, gamma)
+    if transducer:
+        return DPDT(Q, K + "#", K + "#", G, t, 0)
+    return DPDA(Q, K + "#", G, t, 0, accepting=draw(st.sets(st.sampled_from(Q))))
+
+
+@given(m=random_dpda(), controller=st.sampled_from(CONTROLLERS))
+@settings(max_examples=30, deadline=None)
+def test_random_machines_agree(m, controller):
+    net = compile_grefenstette(m, controller)
+    rep = pn.verify(m, net, max_length=5, samples=10, sample_lengths=(0, 60), long_samples=0,
+                    seed=1)
+    assert rep.ok, (controller, net.info["factoring"], rep.counterexample)
+
+
+# --- exactness ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("controller", CONTROLLERS)
+@pytest.mark.parametrize("dtype", (torch.float32, torch.float64))
+def test_weights_and_heads_are_exact(controller, dtype):
+    m = pn.tasks.get("sequence_reversal", vocab_size=5, store="stack")
+    net = compile_grefenstette(m, controller, dtype=dtype)
+    state = net.module.state_dict()
+    for name, w in net.weights.items():
+        assert torch.equal(state[name], w.to_float(BETA, dtype)), name
+    strings = pn.tasks.sample("sequence_reversal", 8, [10, 30], np.random.default_rng(2),
+                              vocab_size=5, store="stack")
+    T = max(len(s) for s in strings)
+    ids = np.full((len(strings), T), -1)
+    for b, s in enumerate(strings):
+        ids[b, :len(s)] = [m.alphabet.index(x) for x in s]
+    with torch.no_grad():
+        states, _ = net.module(torch.as_tensor(ids))
+        H = net.hidden_units
+        h = states[:, 1:, :H].reshape(-1, H)
+        act, value = net.module.actions(h)
+        o = torch.tanh(net.module.out(h))
+    valid = torch.as_tensor(ids).reshape(-1) >= 0
+    assert set(act[valid].unique().tolist()) <= {0.0, 1.0}        # d, u exactly 0 or 1
+    pushing = act[valid][:, 0] == 1
+    assert set(value[valid][pushing].abs().unique().tolist()) == {1.0}   # exact ±1 codes
+    assert set(o.abs().unique().tolist()) <= {0.0, 1.0}   # saturated (0: a bit no flag reads)
+    if controller == "rnn":
+        assert set(h.abs().unique().tolist()) <= {0.0, 1.0}
+
+
+def test_abstraction_and_bound():
+    net = compile_grefenstette_lstm(EXAMPLE_GREFENSTETTE_LSTM)
+    a = net.abstraction
+    assert a.factoring == "data_path" and a.start == 0
+    assert len(a.labels) == net.hidden_units
+    assert len(a.units) == net.info["control_units"]
+    bound = int(net.bound.subs(net.params))
+    assert net.hidden_units <= bound
+    assert float(net.margin) > 0 and int(net.scale) * float(net.margin) > 745
+
+
+# --- training -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("controller", CONTROLLERS)
+@pytest.mark.parametrize("store", ("stack", "queue", "deque"))
+def test_random_module_trains(controller, store):
+    torch.manual_seed(0)
+    net = GrefenstetteRNN(5, 16, 8, 5, controller=controller, store=store, embedding=6)
+    ids = torch.randint(-1, 5, (4, 12))
+    states, logits = net(ids)
+    assert states.shape[:2] == (4, 13) and logits.shape == (4, 13, 5)
+    opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+    target = torch.randint(0, 5, (4, 13))
+    for _ in range(3):
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(net(ids)[1].reshape(-1, 5), target.reshape(-1))
+        loss.backward()
+        assert all(torch.isfinite(p.grad).all() for p in net.parameters() if p.grad is not None)
+        opt.step()
+    assert torch.isfinite(loss)
+
+
+@pytest.mark.parametrize("controller", CONTROLLERS)
+def test_compiled_module_trains_from_the_compiled_weights(controller):
+    m = pn.tasks.get("sequence_copy", vocab_size=4)
+    net = compile_grefenstette(m, controller)
+    module = net.module
+    for p in module.parameters():
+        p.data.add_(0.01 * torch.randn_like(p))   # off the saturated plateau: gradients flow
+    opt = torch.optim.Adam(module.parameters(), lr=1e-3)
+    strings = pn.tasks.sample("sequence_copy", 6, [8, 16], np.random.default_rng(0), vocab_size=4)
+    T = max(len(s) for s in strings)
+    ids = torch.full((len(strings), T), -1)
+    for b, s in enumerate(strings):
+        ids[b, :len(s)] = torch.as_tensor([m.alphabet.index(x) for x in s])
+    target = torch.randint(0, module.readout.out_features, ids.shape)
+    for _ in range(3):
+        opt.zero_grad()
+        logits = module(ids)[1][:, 1:]
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                                 target.reshape(-1))
+        loss.backward()
+        grads = [p.grad for p in module.parameters() if p.grad is not None]
+        assert grads and all(torch.isfinite(g).all() for g in grads)
+        opt.step()
+
+
+# --- bad input ------------------------------------------------------------------------------------
+def test_epsilon_moves_name_the_buffered_model():
+    t = {("p", "a", BOTTOM): ("p", ("A", BOTTOM)), ("p", "a", "A"): ("p", ("A", "A")),
+         ("p", "#", "A"): ("r", ("A",)), ("r", EPSILON, "A"): ("r", ())}
+    m = DPDA(["p", "r"], "a#", "A", t, "p", accepting=["r"])
+    with pytest.raises(CompileError, match="buffered"):
+        compile_grefenstette_lstm(m)
+    assert isinstance(requires_grefenstette_rnn(m), CompileError)
+
+
+def test_nondeterministic_pda_names_ns_rnn():
+    with pytest.raises(CompileError, match="ns_rnn"):
+        compile_grefenstette_rnn(pn.tasks.get("unmarked_reversal"))
+    with pytest.raises(CompileError, match="ns_rnn"):
+        compile_grefenstette_rnn("not a machine")
+
+
+def test_empty_stack_acceptance_names_stack_rnn():
+    t = {("q", "(", BOTTOM): ("q", ("X", BOTTOM)), ("q", "(", "X"): ("q", ("X", "X")),
+         ("q", ")", "X"): ("q", ())}
+    m = DPDA(["q"], "()", "X", t, "q", acceptance="empty_stack")
+    with pytest.raises(CompileError, match="stack_rnn"):
+        compile_grefenstette_lstm(m)
+
+
+def test_bad_arguments():
+    with pytest.raises(InputError, match="controller"):
+        compile_grefenstette(EXAMPLE_GREFENSTETTE_LSTM, "gru")
+    with pytest.raises(InputError, match="controller"):
+        GrefenstetteRNN(3, 4, 4, 3, controller="gru")
+    with pytest.raises(InputError, match="store"):
+        GrefenstetteRNN(3, 4, 4, 3, store="heap")
+    with pytest.raises(InputError, match="hidden"):
+        GrefenstetteRNN(3, 0, 4, 3)
+    with pytest.raises(InputError, match="codes"):
+        GrefenstetteRNN(3, 4, 4, 3, codes=np.zeros((2, 3)))
+    net = GrefenstetteRNN(3, 4, 4, 3)
+    with pytest.raises(InputError, match="batch"):
+        net(torch.zeros(3, dtype=torch.long))
+    with pytest.raises(InputError, match="< 3"):
+        net(torch.full((1, 2), 7))
