@@ -92,6 +92,21 @@ def store_for(memory: str, kind: str, depth: int | None = None) -> Store:
     return cls(depth)
 
 
+def assemble_states(hs: torch.Tensor, rs: torch.Tensor, blocks: list) -> torch.Tensor:
+    """[h_t; r_t; n_t; c_t] (B, T+1, ·) from the controller states (B, T+1, H), readings
+    (B, T+1, r) and the store's read-back blocks (`BlockRun.flush`): n_t the number of live
+    cells, c_t their symbol ids (bottom first, −1 padding)."""
+    B, T1 = hs.shape[:2]
+    W = max(1, max(c.shape[2] for c, _ in blocks))
+    contents = hs.new_full((B, T1, W), -1.0)
+    t0 = 0
+    for c, _ in blocks:
+        contents[:, t0:t0 + c.shape[1], :c.shape[2]] = c
+        t0 += c.shape[1]
+    sizes = torch.cat([n for _, n in blocks], 1)
+    return torch.cat([hs, rs, sizes.unsqueeze(2), contents], 2)
+
+
 # --- the controller's transition table ----------------------------------------------------------
 @dataclass(frozen=True)
 class _Unit:
@@ -349,16 +364,8 @@ class StackRNN(nn.Module):
             rs.append(r)
             if mem.k == mem.BLOCK or t == T - 1:
                 blocks.append(mem.flush())
-        W = max(1, max(c.shape[2] for c, _ in blocks))
-        contents = x.new_full((B, T + 1, W), -1.0)
-        t0 = 0
-        for c, _ in blocks:
-            contents[:, t0:t0 + c.shape[1], :c.shape[2]] = c
-            t0 += c.shape[1]
-        sizes = torch.cat([n for _, n in blocks], 1)
         hs_t, rs_t = torch.stack(hs, 1), torch.stack(rs, 1)
-        states = torch.cat([hs_t, rs_t, sizes.unsqueeze(2), contents], 2)
-        return states, self.out_h(hs_t) + self.out_r(rs_t)
+        return assemble_states(hs_t, rs_t, blocks), self.out_h(hs_t) + self.out_r(rs_t)
 
     @torch.no_grad()
     def forward_window(self, ids: torch.Tensor, cells: int = 3
@@ -775,4 +782,4 @@ def compile_stack_rnn(machine, memory: str = "grefenstette", code: str = "binary
         abstraction=abstraction, info=info)
 
 
-__all__ = ["BETA", "MEMORIES", "StackRNN", "compile_stack_rnn"]
+__all__ = ["BETA", "MEMORIES", "StackRNN", "assemble_states", "compile_stack_rnn"]

@@ -79,7 +79,14 @@ from pdanet.automata.pda import DeterministicPushdown
 from pdanet.automata.store import StoreTransducer
 from pdanet.constructions.abstraction import ControllerMemory, ControllerUnit
 from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact
-from pdanet.constructions.controllers import _decoder, _Plan, _reader, _Unit, unit_label
+from pdanet.constructions.controllers import (
+    _decoder,
+    _Plan,
+    _reader,
+    _Unit,
+    assemble_states,
+    unit_label,
+)
 from pdanet.constructions.realtime import RealtimeTable
 from pdanet.constructions.realtime import table as realtime_table
 from pdanet.constructions.stacks.grefenstette import NeuralDeQue, NeuralQueue, NeuralStack
@@ -194,15 +201,8 @@ class GrefenstetteRNN(nn.Module):
             rs.append(r)
             if mem.k == mem.BLOCK or t == T - 1:
                 blocks.append(mem.flush())
-        W = max(1, max(cells.shape[2] for cells, _ in blocks))
-        contents = x.new_full((B, T + 1, W), -1.0)
-        t0 = 0
-        for cells, _ in blocks:
-            contents[:, t0:t0 + cells.shape[1], :cells.shape[2]] = cells
-            t0 += cells.shape[1]
-        sizes = torch.cat([n for _, n in blocks], 1)
         hs_t, rs_t = torch.stack(hs, 1), torch.stack(rs, 1)
-        states = torch.cat([hs_t, rs_t, sizes.unsqueeze(2), contents], 2)
+        states = assemble_states(hs_t, rs_t, blocks)
         logits = self.readout(torch.tanh(self.out(hs_t)))                    # o_t, then W_y o_t
         return states, logits
 

@@ -70,8 +70,8 @@ from pdanet import limits
 from pdanet.automata.pda import PDA, DeterministicPushdown
 from pdanet.constructions.abstraction import Abstraction, ControllerUnit
 from pdanet.constructions.base import CompiledNetwork, ExactWeight, as_dtype, load_exact
-from pdanet.constructions.controllers import _decoder, _plan, _reader, unit_label
-from pdanet.constructions.realtime import store_codes
+from pdanet.constructions.controllers import _decoder, _plan, _reader, assemble_states, unit_label
+from pdanet.constructions.realtime import RealtimeTable, store_codes
 from pdanet.constructions.realtime import table as realtime_table
 from pdanet.constructions.stacks.buffered import InputBuffer, OutputBuffer
 from pdanet.constructions.stacks.grefenstette import NeuralStack
@@ -104,21 +104,6 @@ class PaperController(Abstraction):
     start: int | None = 0
     units: tuple[ControllerUnit, ...] = ()
     active: Any = 1
-
-
-def assemble_states(hs: torch.Tensor, rs: torch.Tensor, blocks: list) -> torch.Tensor:
-    """[h_t; r_t; n_t; c_t] (B, T+1, ·) from the controller states (B, T+1, H), readings
-    (B, T+1, r) and the store's read-back blocks (`BlockRun.flush`): n_t the number of live
-    cells, c_t their symbol ids (bottom first, −1 padding)."""
-    B, T1 = hs.shape[:2]
-    W = max(1, max(c.shape[2] for c, _ in blocks))
-    contents = hs.new_full((B, T1, W), -1.0)
-    t0 = 0
-    for c, _ in blocks:
-        contents[:, t0:t0 + c.shape[1], :c.shape[2]] = c
-        t0 += c.shape[1]
-    sizes = torch.cat([n for _, n in blocks], 1)
-    return torch.cat([hs, rs, sizes.unsqueeze(2), contents], 2)
 
 
 def _ids(ids: Any, device: torch.device) -> torch.Tensor:
@@ -421,22 +406,30 @@ def _linear_decoder(plan, codes: np.ndarray):
 
 
 # --- compile -------------------------------------------------------------------------------------
-def _view_and_plan(machine: Any, model: str):
-    """The real-time table and controller plan for a Hao model (CompileError naming the model
-    that can where this one cannot)."""
+def stack_view(machine: Any, model: str, memory: str) -> RealtimeTable:
+    """The real-time table of a deterministic machine with a stack whose recogniser accepts by
+    final state — what a paper model with a one-stack memory and a controller-only readout
+    compiles; CompileError naming the target that can otherwise."""
     if isinstance(machine, PDA) and not isinstance(machine, DeterministicPushdown):
         raise CompileError(f"{machine!r} is nondeterministic; the {model} model drives a "
-                           "deterministic neural stack. Compile it to the nondeterministic stack "
+                           f"deterministic {memory}. Compile it to the nondeterministic stack "
                            "of DuSell & Chiang: pn.compile(machine, target='ns_rnn')")
     view = realtime_table(machine)
     if view.kind != "stack":
-        raise CompileError(f"{machine!r} uses a {view.kind}; Hao et al.'s models drive a neural "
-                           "stack. Compile it with target 'stack_rnn', method 'grefenstette' "
+        raise CompileError(f"{machine!r} uses a {view.kind}; the {model} model has a {memory}. "
+                           "Compile it with target 'stack_rnn', method 'grefenstette' "
                            "(NeuralQueue / NeuralDeQue)")
     if view.output == "accept" and view.empty_stack:
         raise CompileError(f"{machine!r} accepts by empty stack; the {model} readout y_t reads "
                            "the controller only, not the stack after step t. Compile it with "
                            "target 'stack_rnn', method 'grefenstette' (its readout reads r_t)")
+    return view
+
+
+def _view_and_plan(machine: Any, model: str):
+    """The real-time table and controller plan for a Hao model (CompileError naming the model
+    that can where this one cannot)."""
+    view = stack_view(machine, model, "neural stack")
     return view, _plan(view, NeuralStack())
 
 
@@ -749,6 +742,6 @@ def _example_mealy():
 EXAMPLE_HAO_BUFFERED = _example_mealy()
 
 __all__ = ["BETA", "EXAMPLE_HAO_BUFFERED", "EXAMPLE_HAO_LINEAR", "EXAMPLE_HAO_LSTM",
-           "HaoBufferedStackRNN", "HaoStackRNN", "PaperController", "assemble_states",
+           "HaoBufferedStackRNN", "HaoStackRNN", "PaperController",
            "compile_hao_buffered", "compile_hao_linear", "compile_hao_lstm",
            "requires_hao_buffered", "requires_hao_linear", "requires_hao_lstm"]

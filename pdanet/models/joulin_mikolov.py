@@ -46,16 +46,14 @@ import torch
 from torch import nn
 
 from pdanet import limits
-from pdanet.automata.pda import PDA, DeterministicPushdown
 from pdanet.constructions.abstraction import ControllerUnit
 from pdanet.constructions.base import CompiledNetwork, ExactWeight, as_dtype, load_exact
-from pdanet.constructions.controllers import _decoder, _plan, _reader, unit_label
+from pdanet.constructions.controllers import _decoder, _plan, _reader, assemble_states, unit_label
 from pdanet.constructions.realtime import store_codes
-from pdanet.constructions.realtime import table as realtime_table
 from pdanet.constructions.stacks.protocol import SymbolCodes
 from pdanet.constructions.stacks.superposition import SuperpositionStack
-from pdanet.errors import CompileError, InputError, PdanetError, UnboundedStackError
-from pdanet.models.hao import PaperController, _ids, assemble_states
+from pdanet.errors import InputError, PdanetError, UnboundedStackError
+from pdanet.models.hao import PaperController, _ids, stack_view
 
 BETA = 2048
 MARGIN = Fraction(1, 2)
@@ -206,19 +204,7 @@ def _weights(plan, codes: np.ndarray) -> tuple[dict, int]:
 
 
 def _view_and_plan(machine: Any, depth: int | None):
-    if isinstance(machine, PDA) and not isinstance(machine, DeterministicPushdown):
-        raise CompileError(f"{machine!r} is nondeterministic; the joulin_mikolov_stack_rnn model drives a "
-                           "deterministic superposition stack. Compile it to the nondeterministic "
-                           "stack of DuSell & Chiang: pn.compile(machine, target='ns_rnn')")
-    view = realtime_table(machine)
-    if view.kind != "stack":
-        raise CompileError(f"{machine!r} uses a {view.kind}; the Joulin–Mikolov model has a "
-                           "stack. Compile it with target 'stack_rnn', method 'grefenstette' "
-                           "(NeuralQueue / NeuralDeQue)")
-    if view.output == "accept" and view.empty_stack:
-        raise CompileError(f"{machine!r} accepts by empty stack; the joulin_mikolov_stack_rnn readout y_t "
-                           "= Y h_t does not read the stack after step t. Compile it with target "
-                           "'stack_rnn', method 'grefenstette' (its readout reads r_t)")
+    view = stack_view(machine, "joulin_mikolov_stack_rnn", "superposition stack")
     if depth is not None and any(mv[3] is not None for mv in view.trans.values()):
         raise UnboundedStackError(
             f"{machine!r} has an unbounded stack but the SuperpositionStack was fixed to {depth} "

@@ -92,7 +92,7 @@ from torch import nn
 from pdanet import limits
 from pdanet.constructions.abstraction import Abstraction
 from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact
-from pdanet.constructions.controllers import _reader
+from pdanet.constructions.controllers import _reader, assemble_states
 from pdanet.constructions.realtime import RealtimeTable, store_codes
 from pdanet.constructions.realtime import table as realtime_table
 from pdanet.constructions.stacks.protocol import SymbolCodes
@@ -203,16 +203,8 @@ class _SuzgunStackModel(_SuzgunController):
             rs.append(r)
             if mem.k == mem.BLOCK or t == T - 1:
                 blocks.append(mem.flush())
-        W = max(1, max(c.shape[2] for c, _ in blocks))
-        contents = x.new_full((B, T + 1, W), -1.0)
-        t0 = 0
-        for c, _ in blocks:
-            contents[:, t0:t0 + c.shape[1], :c.shape[2]] = c
-            t0 += c.shape[1]
-        sizes = torch.cat([n for _, n in blocks], 1)
         hs_t, rs_t = torch.stack(hs, 1), torch.stack(rs, 1)
-        states = torch.cat([hs_t, rs_t, sizes.unsqueeze(2), contents], 2)
-        return states, self.W_y(hs_t)                            # y_t = σ(logits)
+        return assemble_states(hs_t, rs_t, blocks), self.W_y(hs_t)                            # y_t = σ(logits)
 
     @torch.no_grad()
     def forward_window(self, ids: torch.Tensor, cells: int = 3
