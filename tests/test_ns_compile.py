@@ -41,7 +41,7 @@ def test_compiled_readings_equal_lang(name):
     assert compare_readings(m, pn.compile(m, target="ns_rnn"), ss, 1e-3, 1e-5) is None
 
 
-def long_strings(name, n=100, seed=1):
+def long_strings(name, n=25, seed=1):
     """n strings of the language and n random strings over its alphabet, lengths 40–100."""
     good = strings(name, n, range(40, 101), seed)[:n]
     rng = np.random.default_rng(seed)
@@ -52,11 +52,12 @@ def long_strings(name, n=100, seed=1):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", TASKS)
 def test_compiled_readings_equal_lang_long(name):
-    """200 strings of length 40–100: readings and log string sums of the float64 network within
-    1e-5 and of the float32 network within 1e-3 (relative) of Lang's algorithm in float64."""
+    """50 strings of length 40–100 (25 of the language, 25 random): readings and log string sums
+    of the float64 network within 1e-5 and of the float32 network within 1e-3 (relative) of
+    Lang's algorithm in float64."""
     m = machine(name)
     ss = long_strings(name)
-    assert len(ss) == 200 and all(40 <= len(s) <= 100 for s in ss)
+    assert len(ss) == 50 and all(40 <= len(s) <= 100 for s in ss)
     wpda = m if isinstance(m, WeightedPDA) else WeightedPDA.from_pda(m)
     cache: dict = {}
     for dtype, rtol, atol in ((torch.float64, 1e-5, 1e-7), (torch.float32, 1e-3, 1e-6)):
