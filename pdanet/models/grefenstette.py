@@ -44,8 +44,9 @@ one-hot; its ±1 datum bits (0 where it has none)]. Hidden units:
 v_t's datum bits are ``source bit + Σ_j 2·code(y_j)·ind(h_j)`` (a constant push overrides the
 copied bits) and its variant bits are set by the control unit; the presence bit (+1) makes an
 empty reading (0) differ from every code. o_t holds the datum bits of the output the same way
-plus one flag per output symbol that is no datum's only output symbol (and "none"). So units and parameters grow with the number of classes, not with |Σ|·|Γ|, when the
-machine only copies symbols (queue copy, stack and DPDT reversal). Where one head would need
+plus one flag per output symbol that is no datum's only output symbol (and "none"). So units
+and parameters grow with the number of classes, not with |Σ|·|Γ|, when the machine only copies
+symbols (queue copy, stack and DPDT reversal). Where one head would need
 two sources (the input's datum in one move, the datum read in another), the factoring is
 switched off and every symbol's behaviour is its own class (one unit per (state, symbol class,
 reading) that acts differently, as the ``stack_rnn`` controller has); ``net.info["factoring"]``
