@@ -9,6 +9,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
+from strategies import realtime_dpda
 
 import pdanet as pn
 from pdanet.automata.alphabet import BOTTOM, EPSILON
@@ -168,25 +169,8 @@ def test_sigmoid_and_softmax_saturate_exactly_at_the_margin():
 
 
 # --- random machines ------------------------------------------------------------------------------
-@st.composite
-def random_dpda(draw, max_states=4, final_state=True):
-    nq, ng, nk = draw(st.integers(1, max_states)), draw(st.integers(1, 3)), draw(st.integers(1, 3))
-    Q, G, K = list(range(nq)), [f"X{i}" for i in range(ng)], "abc"[:nk]
-    t = {}
-    for q in Q:
-        for a in K:
-            for x in G + [BOTTOM]:
-                kind = draw(st.sampled_from(["none", "noop", "push", "pop", "replace"]))
-                q2, y = draw(st.sampled_from(Q)), draw(st.sampled_from(G))
-                if kind == "none" or (x is BOTTOM and kind in ("pop", "replace")):
-                    continue
-                gamma = {"noop": (x,), "push": (y, x), "pop": (), "replace": (y,)}[kind]
-                if kind == "replace" and y == x:
-                    gamma = (x,)
-                t[(q, a, x)] = (q2, gamma)
-    if not final_state and draw(st.booleans()):
-        return DPDA(Q, K, G, t, 0, acceptance="empty_stack")
-    return DPDA(Q, K, G, t, 0, accepting=draw(st.sets(st.sampled_from(Q))))
+def random_dpda(max_states=4, final_state=True):
+    return realtime_dpda(max_states=max_states, empty_stack=not final_state)
 
 
 @st.composite

@@ -2,12 +2,14 @@
 checked against the machines they are compiled from, step by step on whole stacks."""
 
 import math
+from functools import partial
 
 import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import realtime_dpda
 
 import pdanet as pn
 from pdanet.automata.alphabet import BOTTOM, EPSILON
@@ -148,25 +150,7 @@ def test_long_strings_float32(kind):
 
 
 # --- random machines ---------------------------------------------------------------------------------
-@st.composite
-def random_dpda(draw):
-    nq, ng, nk = draw(st.integers(1, 4)), draw(st.integers(1, 3)), draw(st.integers(1, 3))
-    Q, G, K = list(range(nq)), [f"X{i}" for i in range(ng)], "abc"[:nk]
-    t = {}
-    for q in Q:
-        for a in K:
-            for x in G + [BOTTOM]:
-                kind = draw(st.sampled_from(["none", "noop", "push", "pop", "replace"]))
-                q2, y = draw(st.sampled_from(Q)), draw(st.sampled_from(G))
-                if kind == "none" or (x is BOTTOM and kind in ("pop", "replace")):
-                    continue
-                gamma = {"noop": (x,), "push": (y, x), "pop": (), "replace": (y,)}[kind]
-                if kind == "replace" and y == x:
-                    gamma = (x,)
-                t[(q, a, x)] = (q2, gamma)
-    if draw(st.booleans()):
-        return DPDA(Q, K, G, t, 0, acceptance="empty_stack")
-    return DPDA(Q, K, G, t, 0, accepting=draw(st.sets(st.sampled_from(Q))))
+random_dpda = partial(realtime_dpda, max_states=4)
 
 
 @given(m=random_dpda(), kind=st.sampled_from(["rnn", "lstm"]))

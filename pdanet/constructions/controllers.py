@@ -107,6 +107,51 @@ def assemble_states(hs: torch.Tensor, rs: torch.Tensor, blocks: list) -> torch.T
     return torch.cat([hs, rs, sizes.unsqueeze(2), contents], 2)
 
 
+class SymbolStack:
+    """The discrete stack that `forward_window` runs beside a saturated controller: per batch row
+    the symbol ids of its cells (bottom first) and a size pointer, a handful of O(B) numpy
+    operations per step. ``codes``: the (G + 1, m) 0/1 code table (row G: the empty reading)."""
+
+    def __init__(self, B: int, T: int, cells: int, codes: np.ndarray):
+        self.codes = np.asarray(codes)
+        self.G, m = self.codes.shape[0] - 1, self.codes.shape[1]
+        self.rows, self.offs = np.arange(B), np.arange(cells)
+        self.mem = np.full((B, T + 1), -1, dtype=np.int64)
+        self.n = np.zeros(B, dtype=np.int64)
+        self.ns = np.zeros((T + 1, B), dtype=np.int64)
+        self.win = np.full((T + 1, B, cells), -1, dtype=np.int64)
+        self.pow2 = 1 << np.arange(m - 1, -1, -1, dtype=np.int64)
+        self.lut = None
+        if m <= 20:
+            self.lut = np.full(1 << m, -1, dtype=np.int64)
+            self.lut[self.codes[:self.G].astype(np.int64) @ self.pow2] = np.arange(self.G)
+
+    def symbols(self, values: np.ndarray) -> np.ndarray:
+        """(B, m) value vectors → the symbol whose code their bits (> 1/2) spell, −1 for none."""
+        bits = values > 0.5
+        if self.lut is not None:
+            return self.lut[bits.astype(np.int64) @ self.pow2]
+        keys = {tuple(int(b) for b in self.codes[g]): g for g in range(self.G)}
+        return np.array([keys.get(tuple(int(b) for b in row), -1) for row in bits])
+
+    def step(self, t: int, push: np.ndarray, pop: np.ndarray, sym: np.ndarray) -> np.ndarray:
+        """Step t (0-based): pop the top where ``pop``, then push ``sym`` where ``push``; records
+        size and window after it and returns the top symbol per row (G where empty)."""
+        n, rows = self.n, self.rows
+        n -= pop & (n > 0)
+        self.mem[rows[push], n[push]] = sym[push]
+        n += push
+        self.ns[t + 1] = n
+        pos = n[:, None] - 1 - self.offs
+        self.win[t + 1] = np.where(pos >= 0, self.mem[rows[:, None], np.maximum(pos, 0)], -1)
+        return np.where(n > 0, self.mem[rows, np.maximum(n - 1, 0)], self.G)
+
+    def tail(self, like: torch.Tensor) -> torch.Tensor:
+        """[n_t; the top cells' symbol ids, top first, −1 below] as (B, T+1, 1 + cells)."""
+        tail = np.concatenate([self.ns.T[..., None], self.win.transpose(1, 0, 2)], 2)
+        return torch.from_numpy(tail).to(device=like.device, dtype=like.dtype)
+
+
 # --- the controller's transition table ----------------------------------------------------------
 @dataclass(frozen=True)
 class _Unit:
@@ -132,6 +177,15 @@ class _Plan:
 
     def mode_of(self, c: int) -> int:
         return c % self.modes
+
+    def incoming(self) -> dict[int, list[int]]:
+        """{controller state c: the hidden units whose firing means "now in c"} — unit 0 the
+        start unit (the initial state), unit j + 1 the transition ``units[j]`` (into its c2)."""
+        into: dict[int, list[int]] = {}
+        for j, u in enumerate(self.units):
+            into.setdefault(u.c2, []).append(j + 1)
+        into.setdefault(self.c0, []).append(0)
+        return into
 
 
 def _plan(view: RealtimeTable, store: Store) -> _Plan:
@@ -402,21 +456,8 @@ class StackRNN(nn.Module):
         nA = len(self.channels)
         i_push, i_pop = self.channels.index("push"), self.channels.index("pop")
         codes_np = np.asarray(self.codes.codes)
-        G, m = codes_np.shape[0] - 1, codes_np.shape[1]
         codes = torch.as_tensor(codes_np, dtype=x.dtype, device=x.device)
-        # the memory, as symbol ids (numpy: a handful of O(B) operations per step)
-        rows = np.arange(B)
-        mem = np.full((B, T + 1), -1, dtype=np.int64)
-        n = np.zeros(B, dtype=np.int64)
-        offs = np.arange(cells)
-        ns = np.zeros((T + 1, B), dtype=np.int64)
-        win = np.full((T + 1, B, cells), -1, dtype=np.int64)
-        lut = {tuple(int(b) for b in codes_np[g]): g for g in range(G)}
-        pow2 = 1 << np.arange(m - 1, -1, -1, dtype=np.int64)
-        bits_lut = np.full(1 << m, -1, dtype=np.int64) if m <= 20 else None
-        if bits_lut is not None:
-            for key, g in lut.items():
-                bits_lut[int(np.dot(key, pow2))] = g
+        stack = SymbolStack(B, T, cells, codes_np)          # the memory, as symbol ids
         h = self.h0.view(1, -1).expand(B, -1)
         r = x.new_zeros(B, self.reading_size)
         hs = x.new_empty(T + 1, B, h.shape[1])
@@ -435,24 +476,12 @@ class StackRNN(nn.Module):
             push = (a[:, i_push] == 1) & v
             pop = (a[:, i_pop] == 1) & v
             if push.any():
-                bits = a[:, nA:] > 0.5
-                if bits_lut is not None:
-                    sym = bits_lut[bits.astype(np.int64) @ pow2]
-                else:
-                    sym = np.array([lut.get(tuple(int(b) for b in row), -1) for row in bits])
-                syms[t] = sym
-            n -= pop & (n > 0)
-            if push.any():
-                mem[rows[push], n[push]] = syms[t, push]
-                n += push
-            ridx = np.where(n > 0, mem[rows, np.maximum(n - 1, 0)], G)
+                syms[t] = stack.symbols(a[:, nA:])
+            ridx = stack.step(t, push, pop, syms[t])
             r_new = codes[torch.from_numpy(ridx)]
             r = torch.where(valid[:, t].unsqueeze(1), r_new, r) if padded[t] else r_new
             h = h_new
             hs[t + 1], rs[t + 1] = h, r
-            ns[t + 1] = n
-            pos = n[:, None] - 1 - offs
-            win[t + 1] = np.where(pos >= 0, mem[rows[:, None], np.maximum(pos, 0)], -1)
         # the conditions that make the discrete memory exact, checked on every valid step at once
         act, value = heads[..., :nA], heads[..., nA:]
         v = valid_np.T
@@ -464,8 +493,7 @@ class StackRNN(nn.Module):
         if not exact[v].all():
             return None
         hs_t, rs_t = hs.transpose(0, 1), rs.transpose(0, 1)
-        tail = torch.from_numpy(np.concatenate([ns.T[..., None], win.transpose(1, 0, 2)], 2))
-        states = torch.cat([hs_t, rs_t, tail.to(device=x.device, dtype=x.dtype)], 2)
+        states = torch.cat([hs_t, rs_t, stack.tail(x)], 2)
         return states, self.out_h(hs_t) + self.out_r(rs_t)
 
 
@@ -489,10 +517,7 @@ def _weights(plan: _Plan, codes: np.ndarray, linear: bool) -> tuple[dict, int]:
         w["h0"] = ExactWeight.of(np.zeros(H, dtype=np.int64), scaled=False)
     else:
         w["embedding.weight"] = ExactWeight.of(np.eye(K, dtype=np.int64), scaled=False)
-        into: dict[int, list] = {}
-        for j, u in enumerate(units):
-            into.setdefault(u.c2, []).append(j + 1)
-        into.setdefault(plan.c0, []).append(0)
+        into = plan.incoming()
         W_ih = np.zeros((H, K + Rsize), dtype=object)
         W_hh = np.zeros((H, H), dtype=object)
         bias = np.zeros(H, dtype=object)
@@ -782,4 +807,4 @@ def compile_stack_rnn(machine, memory: str = "grefenstette", code: str = "binary
         abstraction=abstraction, info=info)
 
 
-__all__ = ["BETA", "MEMORIES", "StackRNN", "assemble_states", "compile_stack_rnn"]
+__all__ = ["BETA", "MEMORIES", "StackRNN", "SymbolStack", "assemble_states", "compile_stack_rnn"]

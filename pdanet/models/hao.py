@@ -333,10 +333,7 @@ def _lstm_weights(plan, codes: np.ndarray) -> tuple[dict, int]:
     K, m = v.K, codes.shape[1]
     Fr = Fraction
     H = len(units) + 1                                   # unit 0: start
-    into: dict[int, list] = {}
-    for j, u in enumerate(units):
-        into.setdefault(u.c2, []).append(j + 1)
-    into.setdefault(plan.c0, []).append(0)
+    into = plan.incoming()
     W_ih = np.full((4 * H, K + m), Fr(0), dtype=object)
     W_hh = np.full((4 * H, H), Fr(0), dtype=object)
     bias = np.full(4 * H, Fr(0), dtype=object)

@@ -150,10 +150,7 @@ def _weights(plan, codes: np.ndarray) -> tuple[dict, int]:
     K, m = v.K, codes.shape[1]
     Fr = Fraction
     H = len(units) + 1                                   # unit 0: start
-    into: dict[int, list] = {}
-    for j, u in enumerate(units):
-        into.setdefault(u.c2, []).append(j + 1)
-    into.setdefault(plan.c0, []).append(0)
+    into = plan.incoming()
     U = np.zeros((K, H), dtype=np.int64)                 # the embedding: (K, H) = U^T
     R = np.zeros((H, H), dtype=np.int64)
     P = np.zeros((H, m), dtype=np.int64)

@@ -92,7 +92,7 @@ from torch import nn
 from pdanet import limits
 from pdanet.constructions.abstraction import Abstraction
 from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact
-from pdanet.constructions.controllers import _reader, assemble_states
+from pdanet.constructions.controllers import SymbolStack, _reader, assemble_states
 from pdanet.constructions.realtime import RealtimeTable, store_codes
 from pdanet.constructions.realtime import table as realtime_table
 from pdanet.constructions.stacks.protocol import SymbolCodes
@@ -204,7 +204,7 @@ class _SuzgunStackModel(_SuzgunController):
             if mem.k == mem.BLOCK or t == T - 1:
                 blocks.append(mem.flush())
         hs_t, rs_t = torch.stack(hs, 1), torch.stack(rs, 1)
-        return assemble_states(hs_t, rs_t, blocks), self.W_y(hs_t)                            # y_t = σ(logits)
+        return assemble_states(hs_t, rs_t, blocks), self.W_y(hs_t)        # y_t = σ(logits)
 
     @torch.no_grad()
     def forward_window(self, ids: torch.Tensor, cells: int = 3
@@ -221,19 +221,8 @@ class _SuzgunStackModel(_SuzgunController):
         padded = (~valid_np).any(0)
         x = self._x(ids)
         codes_np = np.asarray(self.codes.codes)
-        G, m = codes_np.shape[0] - 1, codes_np.shape[1]
         codes = torch.as_tensor(codes_np, dtype=x.dtype, device=x.device)
-        rows = np.arange(B)
-        mem = np.full((B, T + 1), -1, dtype=np.int64)
-        n = np.zeros(B, dtype=np.int64)
-        offs = np.arange(cells)
-        ns = np.zeros((T + 1, B), dtype=np.int64)
-        win = np.full((T + 1, B, cells), -1, dtype=np.int64)
-        pow2 = 1 << np.arange(m - 1, -1, -1, dtype=np.int64)
-        lut = None
-        if m <= 20:
-            lut = np.full(1 << m, -1, dtype=np.int64)
-            lut[codes_np[:G].astype(np.int64) @ pow2] = np.arange(G)
+        stack = SymbolStack(B, T, cells, codes_np)          # the memory, as symbol ids
         state = self._init(B)
         h = state[0]
         r = x.new_zeros(B, self.width)
@@ -253,33 +242,21 @@ class _SuzgunStackModel(_SuzgunController):
             push = (act[:, 0] == 1) & (act[:, 1] == 0)
             pop = (act[:, 1] == 1) & (act[:, 0] == 0)
             ok = (push | pop) & np.isfinite(value).all(-1)
-            bits = value > 0.5
-            if lut is not None:
-                sym = lut[bits.astype(np.int64) @ pow2]
-            else:
-                keys = {tuple(int(b) for b in codes_np[g]): g for g in range(G)}
-                sym = np.array([keys.get(tuple(int(b) for b in row), -1) for row in bits])
+            sym = stack.symbols(value)
             ok &= ~push | ((sym >= 0) & (value == codes_np[np.maximum(sym, 0)]).all(-1))
             if not ok[v].all():
                 return None
             push &= v
             pop &= v
-            n -= pop & (n > 0)
-            if depth is not None and (push & (n >= depth)).any():
+            if depth is not None and (push & (stack.n - (pop & (stack.n > 0)) >= depth)).any():
                 return None                     # a fixed stack would drop its bottom cell
-            mem[rows[push], n[push]] = sym[push]
-            n += push
-            ridx = np.where(n > 0, mem[rows, np.maximum(n - 1, 0)], G)
+            ridx = stack.step(t, push, pop, sym)
             r_new = codes[torch.from_numpy(ridx).to(x.device)]
             r = torch.where(valid[:, t].unsqueeze(1), r_new, r) if padded[t] else r_new
             h, state = h_new, new_state
             hs[t + 1], rs[t + 1] = h, r
-            ns[t + 1] = n
-            pos = n[:, None] - 1 - offs
-            win[t + 1] = np.where(pos >= 0, mem[rows[:, None], np.maximum(pos, 0)], -1)
         hs_t, rs_t = hs.transpose(0, 1), rs.transpose(0, 1)
-        tail = torch.from_numpy(np.concatenate([ns.T[..., None], win.transpose(1, 0, 2)], 2))
-        states = torch.cat([hs_t, rs_t, tail.to(device=x.device, dtype=x.dtype)], 2)
+        states = torch.cat([hs_t, rs_t, stack.tail(x)], 2)
         return states, self.W_y(hs_t)
 
 
