@@ -52,7 +52,7 @@ from pdanet.automata.pda import DeterministicPushdown
 from pdanet.automata.pdt import DPDT
 from pdanet.constructions.abstraction import BufferedController, ControllerUnit
 from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact
-from pdanet.constructions.controllers import BETA, unit_label
+from pdanet.constructions.controllers import BETA, read_back, unit_label
 from pdanet.constructions.realtime import store_codes
 from pdanet.constructions.stacks.buffered import OutputBuffer
 from pdanet.constructions.stacks.common import pop_front, read_front_weights
@@ -273,13 +273,7 @@ class BufferedStackRNN(nn.Module):
         Kp = Hs.shape[1]
         O = torch.stack(os_, 1) if os_ else Hs.new_zeros(B, 0)
         count = torch.cat([Hs.new_zeros(B, 1), torch.round(O).cumsum(1)], 1)   # e after each step
-        W = max(1, max(c.shape[2] for c, _ in blocks))
-        contents = Hs.new_full((B, Kp, W), -1.0)
-        k0 = 0
-        for c, _ in blocks:
-            contents[:, k0:k0 + c.shape[1], :c.shape[2]] = c
-            k0 += c.shape[1]
-        sizes = torch.cat([n for _, n in blocks], 1)
+        sizes, contents = read_back(blocks, Hs)
         slot = torch.where(L & (P <= T), P, T + 1)
         last = torch.full((B, T + 2), -1, dtype=torch.long, device=Hs.device)
         last.scatter_reduce_(1, slot, torch.arange(Kp, device=Hs.device).expand(B, Kp), "amax")

@@ -92,19 +92,26 @@ def store_for(memory: str, kind: str, depth: int | None = None) -> Store:
     return cls(depth)
 
 
-def assemble_states(hs: torch.Tensor, rs: torch.Tensor, blocks: list) -> torch.Tensor:
-    """[h_t; r_t; n_t; c_t] (B, T+1, ·) from the controller states (B, T+1, H), readings
-    (B, T+1, r) and the store's read-back blocks (`BlockRun.flush`): n_t the number of live
-    cells, c_t their symbol ids (bottom first, −1 padding)."""
-    B, T1 = hs.shape[:2]
+def read_back(blocks: list, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The store's read-back blocks (`BlockRun.flush`) joined: (sizes (B, K) — the number of
+    live cells after each step —, contents (B, K, W) — their symbol ids, bottom first, −1
+    padding), in ``like``'s dtype and device."""
+    sizes = torch.cat([n for _, n in blocks], 1)
     W = max(1, max(c.shape[2] for c, _ in blocks))
-    contents = hs.new_full((B, T1, W), -1.0)
+    contents = like.new_full((*sizes.shape, W), -1.0)
     t0 = 0
     for c, _ in blocks:
         contents[:, t0:t0 + c.shape[1], :c.shape[2]] = c
         t0 += c.shape[1]
-    sizes = torch.cat([n for _, n in blocks], 1)
-    return torch.cat([hs, rs, sizes.unsqueeze(2), contents], 2)
+    return sizes, contents
+
+
+def assemble_states(hs: torch.Tensor, rs: torch.Tensor, blocks: list) -> torch.Tensor:
+    """[h_t; r_t; n_t; c_t] (B, T+1, ·) from the controller states (B, T+1, H), readings
+    (B, T+1, r) and the store's read-back blocks (`read_back`): n_t the number of live
+    cells, c_t their symbol ids (bottom first, −1 padding)."""
+    sizes, contents = read_back(blocks, hs)
+    return torch.cat([hs, rs, sizes.unsqueeze(2).to(hs), contents], 2)
 
 
 class SymbolStack:
@@ -807,4 +814,5 @@ def compile_stack_rnn(machine, memory: str = "grefenstette", code: str = "binary
         abstraction=abstraction, info=info)
 
 
-__all__ = ["BETA", "MEMORIES", "StackRNN", "SymbolStack", "assemble_states", "compile_stack_rnn"]
+__all__ = ["BETA", "MEMORIES", "StackRNN", "SymbolStack", "assemble_states", "compile_stack_rnn",
+           "read_back"]
