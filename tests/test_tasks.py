@@ -49,6 +49,8 @@ CASES = {
     "duplicate_string": ({}, [0, 3, 9, 12], 8),
     "odds_first": ({}, [0, 2, 8, 12], 8),
     "marked_copy": ({}, [1, 5, 11], 8),
+    "svo_sov": ({"vocab_size": 3}, [4, 8, 12], 6),
+    "gender_conjugation": ({"vocab_size": 4}, [4, 7, 12], 5),
 }
 for _k in range(1, 7):
     CASES[f"dyck{_k}"] = ({}, [0, 2, 8, 14], {1: 8, 2: 6, 3: 4, 4: 4, 5: 3, 6: 3}[_k])

@@ -419,3 +419,255 @@ def test_before_symbol_mask_and_bad_inputs():
     with pytest.raises(InputError, match="no position"):
         metrics.masked_accuracy(np.zeros((1, 2, 3)), np.zeros((1, 2), int), "symbol",
                                 np.zeros((1, 2), bool))
+
+
+# --- Suzgun et al. (2019): the k-hot next-symbol sets of §4.1 and Table 1 ------------------------
+END = "⊣"
+
+
+def _dyck_language(k: int, maxlen: int) -> set[tuple]:
+    """Every word of the paper's D_k grammar S → (_i S )_i | S S | ε of length ≤ maxlen (words as
+    tuples), by length: a word of length n > 0 is (_i w )_i with |w| = n − 2, or u v with u, v
+    non-empty and shorter."""
+    opens, closes = "([{"[:k], ")]}"[:k]
+    by_len: list[set] = [{()}]
+    for n in range(1, maxlen + 1):
+        words = {(o, *w, c) for w in (by_len[n - 2] if n >= 2 else ())
+                 for o, c in zip(opens, closes)}
+        words |= {u + v for a in range(1, n) for u in by_len[a] for v in by_len[n - a]}
+        by_len.append(words)
+    return set().union(*by_len)
+
+
+def _oracle_sets(prefix: tuple, members: set, prefixes: set, alphabet) -> frozenset:
+    """The set of symbols x with prefix·x a prefix of some member, and ⊣ when prefix is one."""
+    out = {x for x in alphabet if prefix + (x,) in prefixes}
+    return frozenset(out | ({END} if prefix in members else set()))
+
+
+def _prefix_closure(members: set) -> set:
+    return {w[:i] for w in members for i in range(len(w) + 1)}
+
+
+def _check_next_set_data(name, members_small, members_big, **params):
+    """`label(name, members_small, "next_set")` against the oracle built from `members_big`."""
+    from pdanet.learning.data import label
+
+    prefixes = _prefix_closure(members_big)
+    strings = sorted(members_small, key=lambda w: (len(w), w))
+    d = label(name, strings, "next_set", **params)
+    cols = list(d.output_alphabet)
+    assert cols[-1] == END and d.kind == "next_set" and d.num_outputs == len(cols)
+    tg = d.targets.numpy()
+    for b, w in enumerate(strings):
+        for t in range(len(w) + 1):
+            got = frozenset(c for c, v in zip(cols, tg[b, t]) if v == 1.0)
+            assert got == _oracle_sets(w[:t], members_big, prefixes, cols[:-1]), (w, t)
+        assert (tg[b, len(w) + 1:] == -1).all()
+    return len(strings)
+
+
+def test_next_sets_match_table_1_of_suzgun():
+    pytest.importorskip("torch")
+    from pdanet.learning.data import label
+
+    d = label("dyck2", ["([])"], "next_set", end_marker=False)
+    cols = list(d.output_alphabet)
+    rows = [frozenset(c for c, v in zip(cols, r) if v == 1.0) for r in d.targets[0].tolist()]
+    assert rows[1:] == [frozenset("([)"), frozenset("([]"), frozenset("([)"), frozenset("([")]
+    d = label("w_phi_wr", ["abc#zyx"], "next_set")
+    cols = list(d.output_alphabet)
+    rows = [frozenset(c for c, v in zip(cols, r) if v == 1.0) for r in d.targets[0].tolist()]
+    assert rows[1:] == [frozenset("abc#")] * 3 + [frozenset(x) for x in "zyx"] + [frozenset([END])]
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_dyck_next_sets_against_the_papers_grammar_up_to_length_8(k):
+    pytest.importorskip("torch")
+    big = _dyck_language(k, 10)          # every completion of a prefix of a word ≤ 8 fits in 10
+    small = {w for w in big if len(w) <= 8}
+    assert _check_next_set_data(f"dyck{k}", small, big) == len(small)
+    # every string up to length 4: a prefix of the language gets the oracle's sets, any other
+    # string a typed error
+    prefixes = _prefix_closure(big)
+    alphabet = "([{"[:k] + ")]}"[:k]
+    for L in range(5):
+        for s in itertools.product(alphabet, repeat=L):
+            if s in prefixes:
+                got = T.task(f"dyck{k}").next_sets(s)
+                assert got == tuple(_oracle_sets(s[:t], big, prefixes, alphabet)
+                                    for t in range(L + 1)), s
+            else:
+                with pytest.raises(InputError, match="not a prefix"):
+                    T.task(f"dyck{k}").next_sets(s)
+
+
+@pytest.mark.parametrize("name,phi", [("w_phi_wr", dict(zip("abc", "xyz"))),
+                                      ("w_wr_marked", dict(zip("abc", "abc")))])
+def test_palindrome_next_sets_against_the_papers_definition(name, phi):
+    pytest.importorskip("torch")
+    # §6.1/§6.2: w # φ(w^R), w ∈ {a, b, c}*; the sets of members ≤ 9 need members ≤ 11
+    big = {w + ("#",) + tuple(phi[x] for x in reversed(w))
+           for n in range(6) for w in itertools.product("abc", repeat=n)}
+    small = {w for w in big if len(w) <= 9}
+    assert _check_next_set_data(name, small, big) == 1 + 3 + 9 + 27 + 81
+    prefixes = _prefix_closure(big)
+    alphabet = sorted(set("abc#") | set(phi.values()))
+    for L in range(5):
+        for s in itertools.product(alphabet, repeat=L):
+            if s in prefixes:
+                assert T.task(name).next_sets(s) == tuple(
+                    _oracle_sets(s[:t], big, prefixes, alphabet) for t in range(L + 1)), s
+            else:
+                with pytest.raises(InputError, match="not a prefix"):
+                    T.task(name).next_sets(s)
+
+
+def test_next_set_dataset_sampled_and_bad_inputs():
+    pytest.importorskip("torch")
+    from pdanet.learning.data import dataset, label
+
+    d = dataset("dyck2", 30, [2, 4, 6], seed=3, target="next_set", grammar=True)
+    assert d.targets.shape[-1] == 5 and d.kind == "next_set"
+    d2 = dataset("dyck2", 30, [2, 4, 6], seed=3, target="next_set", end_marker=False)
+    assert d2.targets.shape[-1] == 4 and END not in d2.output_alphabet
+    assert dataset("dyck2", 4, 4, seed=0, grammar=True).kind == "accept"   # sampler-only param
+    with pytest.raises(InputError, match="next-symbol sets"):
+        dataset("parity", 3, 4, target="next_set")
+    with pytest.raises(InputError, match="not a prefix"):
+        label("dyck2", ["(]"], "next_set")
+    with pytest.raises(InputError, match="end_marker"):
+        label("dyck2", ["()"], "next_set", end_marker="yes")
+    with pytest.raises(InputError, match="target must be"):
+        label("dyck2", ["()"], "sets")
+    with pytest.raises(InputError, match="no strings"):
+        label("dyck2", [], "next_set")
+
+
+def _accuracy_oracle(z, tgt, include_start):
+    """Suzgun's accuracy, one sequence and one position at a time."""
+    ok = 0
+    for b in range(tgt.shape[0]):
+        good = True
+        for t in range(tgt.shape[1]):
+            if (t == 0 and not include_start) or (tgt[b, t] < 0).all():
+                continue
+            pred = [1.0 / (1.0 + math.exp(-v)) > 0.5 for v in z[b, t]]
+            good &= pred == [v > 0.5 for v in tgt[b, t]]
+        ok += good
+    return ok / tgt.shape[0]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10**6), st.booleans())
+def test_next_set_accuracy_against_a_loop(seed, include_start):
+    pytest.importorskip("torch")
+    from pdanet.learning import metrics
+    from pdanet.learning.data import dataset
+
+    rng = np.random.default_rng(seed)
+    d = dataset("dyck2", 6, [2, 4, 6], seed=seed, target="next_set")
+    tgt = d.targets.numpy()
+    z = np.where(tgt > 0.5, 2.0, -2.0) + 0.0
+    flips = rng.random(tgt.shape) < 0.03
+    z = np.where(flips, -z, z)
+    got = metrics.next_set_accuracy(z, tgt, include_start=include_start)
+    assert got == pytest.approx(_accuracy_oracle(z, tgt, include_start))
+    probs = 1 / (1 + np.exp(-z))
+    assert metrics.next_set_accuracy(probs, tgt, probabilities=True,
+                                     include_start=include_start) == pytest.approx(got)
+    assert metrics.next_set_accuracy(np.where(tgt > 0.5, 1.0, -1.0), tgt) == 1.0
+    with pytest.raises(InputError, match="threshold"):
+        metrics.next_set_accuracy(z, tgt, threshold=1.0)
+    with pytest.raises(InputError, match="must both be"):
+        metrics.next_set_accuracy(z[..., :2], tgt)
+
+
+# --- Hao et al. (2018) §4.5: language modelling scored at the auxiliaries -----------------------
+_AGREEMENT_TEXT = {   # the grammar of §4.5, NP_x → the lobster(s) | NP_x (PP | Rel_x)
+    "S": [("NP_sing", "has"), ("NP_plur", "have")],
+    "NP": [("NP_sing",), ("NP_plur",)],
+    "NP_sing": [("the", "lobster"), ("NP_sing", "PP"), ("NP_sing", "Rel_sing")],
+    "NP_plur": [("the", "lobsters"), ("NP_plur", "PP"), ("NP_plur", "Rel_plur")],
+    "PP": [("in", "NP")],
+    "Rel_sing": [("that", "has", "VP"), ("Rel_obj",)],
+    "Rel_plur": [("that", "have", "VP"), ("Rel_obj",)],
+    "Rel_obj": [("that", "NP_sing", "has", "devoured"), ("that", "NP_plur", "have", "devoured")],
+    "VP": [("slept",), ("devoured", "NP")],
+}
+
+
+def _agreement_sentences(maxlen: int) -> set[tuple]:
+    """Every sentence of the §4.5 grammar with at most maxlen words (a fixed point of yields)."""
+    yields: dict = {x: set() for x in _AGREEMENT_TEXT}
+    changed = True
+    while changed:
+        changed = False
+        for lhs, bodies in _AGREEMENT_TEXT.items():
+            for body in bodies:
+                parts: set = {()}
+                for sym in body:
+                    opts = yields.get(sym, {(sym,)})
+                    parts = {p + o for p in parts for o in opts if len(p) + len(o) <= maxlen}
+                new = parts - yields[lhs]
+                if new:
+                    yields[lhs] |= new
+                    changed = True
+    return yields["S"]
+
+
+def test_agreement_next_word_targets_and_the_papers_mask():
+    pytest.importorskip("torch")
+    from pdanet.learning import metrics
+    from pdanet.learning.data import dataset, label
+
+    sentences = sorted(_agreement_sentences(11), key=lambda w: (len(w), w))
+    assert ("the", "lobster", "has") in sentences and len(sentences) > 100
+    assert all(T.reference("agreement")(s) for s in sentences)
+    d = label("agreement", sentences, "next_symbol")
+    alpha = list(d.output_alphabet)
+    assert alpha[-1] == END and d.kind == "symbol" and d.num_outputs == len(alpha)
+    tg, mask = d.targets.numpy(), d.eval_mask.numpy()
+    follows: dict = {}                                # prefix -> the auxiliaries that follow it
+    for b, s in enumerate(sentences):
+        assert [alpha[i] for i in tg[b, :len(s) + 1]] == list(s) + [END]
+        assert (tg[b, len(s) + 1:] == -1).all()
+        scored = [t for t in range(len(s)) if s[t] in ("has", "have")]
+        assert np.nonzero(mask[b])[0].tolist() == scored
+        for t in scored:
+            follows.setdefault(s[:t], set()).add(s[t])
+    # the verb's number is a function of the prefix, except where a relative clause may attach
+    # to either noun ("the lobster in the lobsters that" → has or have): the paper calls the
+    # grammar unambiguous, but that attachment is not
+    both = sorted(p for p, v in follows.items() if len(v) > 1)
+    assert len(both) == 4 and all(p[-1] == "that" for p in both)
+    assert ("the", "lobster", "in", "the", "lobsters", "that") in both
+    # a model that prefers the right auxiliary scores 1, the wrong one 0 (Linzen et al.'s test)
+    aux = [alpha.index("has"), alpha.index("have")]
+    right = np.zeros(tg.shape + (len(alpha),))
+    np.put_along_axis(right, np.maximum(tg, 0)[..., None], 1.0, axis=-1)
+    assert metrics.choice_accuracy(right, tg, mask, aux) == 1.0
+    assert metrics.masked_accuracy(right, tg, "symbol", mask) == 1.0
+    wrong = right.copy()
+    wrong[..., aux] = right[..., aux[::-1]]
+    assert metrics.choice_accuracy(wrong, tg, mask, aux) == 0.0
+    sampled = dataset("agreement", 20, [3, 6, 9], seed=1, target="next_symbol")
+    assert sampled.eval_mask.shape == sampled.targets.shape and sampled.eval_mask.any()
+    assert sampled.subset([0, 1]).eval_mask.shape[0] == 2
+    with pytest.raises(InputError, match="not among the choices"):
+        metrics.choice_accuracy(right, tg, mask | (tg == alpha.index("the")), aux)
+    with pytest.raises(InputError, match="at least two"):
+        metrics.choice_accuracy(right, tg, mask, [aux[0]])
+    with pytest.raises(InputError, match="no position"):
+        metrics.choice_accuracy(right, tg, np.zeros_like(mask), aux)
+
+
+def test_next_symbol_targets_on_any_task():
+    pytest.importorskip("torch")
+    from pdanet.learning.data import dataset
+
+    d = dataset("marked_reversal", 10, [3, 5, 7], seed=2, target="next_symbol")
+    assert d.eval_mask is None and d.kind == "symbol"
+    for (ids, tg), s in zip(d, d.strings()):
+        n = len(s)
+        assert tg[:n].tolist() == ids[:n].tolist() and tg[n] == d.num_outputs - 1

@@ -3,7 +3,13 @@
 (`metrics`), and the initialisation experiment (`init_experiment`)."""
 
 from pdanet.learning import metrics
-from pdanet.learning.data import SequenceDataset, dataset, train_test_split_by_length
+from pdanet.learning.data import (
+    SequenceDataset,
+    dataset,
+    label,
+    pair_dataset,
+    train_test_split_by_length,
+)
 from pdanet.learning.init import (
     LearnerRNN,
     WeightTolerance,
@@ -25,8 +31,10 @@ __all__ = [
     "format_rows",
     "init_experiment",
     "initialize",
+    "label",
     "masked_loss",
     "metrics",
+    "pair_dataset",
     "stack_learner",
     "train_test_split_by_length",
     "weight_tolerance",

@@ -144,6 +144,86 @@ def cross_entropy_difference(model_logprobs: Any, true_logprobs: Any, mask: Any 
     return float((lt[m] - lm[m]).sum() / count)
 
 
+# --- the papers' own accuracies ---------------------------------------------------------------
+
+def next_set_accuracy(outputs: Any, targets: Any, threshold: float = 0.5,
+                      probabilities: bool = False, include_start: bool = False) -> float:
+    """Suzgun et al. (2019) §4.1: the fraction of sequences accepted, a sequence being accepted
+    when at every position the thresholded outputs equal the k-hot next-symbol set exactly
+    (sigmoid output > `threshold` ⇔ the symbol is predicted). ``outputs`` (B, T+1, O) are logits
+    (``probabilities=False``: the sigmoid is applied) or sigmoid outputs; ``targets`` the
+    dataset's float sets (−1 rows: padding). The paper predicts after each input symbol, so
+    position 0 (before any symbol) is left out unless ``include_start``."""
+    z, tgt = _np(outputs).astype(np.float64), _np(targets)
+    if not 0 < threshold < 1:
+        raise InputError(f"threshold must be strictly between 0 and 1, got {threshold!r}")
+    if z.shape != tgt.shape or z.ndim != 3:
+        raise InputError(f"outputs {z.shape} and targets {tgt.shape} must both be (B, T+1, O)")
+    cut = threshold if probabilities else np.log(threshold / (1 - threshold))
+    valid = (tgt >= 0).all(-1)
+    if not include_start:
+        valid[:, 0] = False
+    ok = ((z > cut) == (tgt > 0.5)).all(-1) | ~valid
+    return float(ok.all(-1).mean()) if z.shape[0] else 0.0
+
+
+def _target_side(logits: Any, targets: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(correct, scored) (B, T+1) for symbol targets, at least one scored position per row."""
+    correct, scored = position_correct(logits, targets, "symbol")
+    if not scored.any(-1).all():
+        raise InputError("a sequence has no scored position (no target side); build the data "
+                         "with dataset(..., protocol='grefenstette')")
+    return correct, scored
+
+
+def coarse_accuracy(logits: Any, targets: Any) -> float:
+    """Grefenstette et al. (2015) §4.3 coarse accuracy: the fraction of sequences whose target
+    side is predicted (argmax) without error up to and including ``</s>`` — #correct / #seqs.
+    ``targets`` are those of ``dataset(..., protocol="grefenstette")`` (−1 off the target side).
+    With teacher forcing this equals the paper's greedy decoding: up to the first error greedy
+    decoding feeds back exactly the true symbols."""
+    correct, scored = _target_side(logits, targets)
+    return float((correct == scored).all(-1).mean())
+
+
+def fine_accuracy(logits: Any, targets: Any) -> float:
+    """Grefenstette et al. (2015) §4.3 fine accuracy: the mean over sequences of #correct_i /
+    |target_i|, #correct_i the number of target symbols predicted correctly before the first
+    error and |target_i| the length of the target side including ``</s>`` (the same equivalence
+    with greedy decoding as `coarse_accuracy`)."""
+    correct, scored = _target_side(logits, targets)
+    wrong = scored & ~correct
+    first = np.where(wrong.any(-1), wrong.argmax(-1), scored.shape[1])
+    upto = np.arange(scored.shape[1])[None, :] < first[:, None]
+    n_before = (scored & upto).sum(-1)
+    return float((n_before / scored.sum(-1)).mean())
+
+
+def choice_accuracy(logits: Any, targets: Any, mask: Any, choices: Any) -> float:
+    """At the positions selected by `mask` ((B, T+1) bool), the fraction where the target class
+    has the largest logit among the classes `choices` (indices; the target must be one of them)
+    — the evaluation of Linzen et al. (2016) that Hao et al. (2018) §4.5 follow for agreement:
+    does the model prefer the right form of the verb (``has``/``have``) over the wrong one."""
+    z, tgt = _np(logits), _np(targets)
+    m = _np(mask).astype(bool)
+    ch = np.atleast_1d(_np(choices)).astype(np.int64)
+    if m.shape != tgt.shape or z.shape[:-1] != tgt.shape:
+        raise InputError(f"logits {z.shape}, targets {tgt.shape} and mask {m.shape} do not match")
+    if ch.size < 2 or (ch < 0).any() or (ch >= z.shape[-1]).any():
+        raise InputError(f"choices must be at least two class indices below {z.shape[-1]}, "
+                         f"got {ch.tolist()}")
+    sel = m & (tgt >= 0)
+    if not sel.any():
+        raise InputError("the mask selects no position; nothing to score")
+    t = tgt[sel]
+    if not np.isin(t, ch).all():
+        raise InputError(f"targets {sorted(set(t.tolist()) - set(ch.tolist()))} at masked "
+                         f"positions are not among the choices {ch.tolist()}")
+    best = ch[z[sel][:, ch].argmax(-1)]
+    return float((best == t).mean())
+
+
 __all__ = ["after_symbol_mask", "before_symbol_mask", "bracket_accuracy", "bracket_error",
-           "cross_entropy_difference", "masked_accuracy", "per_symbol_accuracy",
-           "position_correct", "predict", "sequence_accuracy"]
+           "choice_accuracy", "coarse_accuracy", "cross_entropy_difference", "fine_accuracy",
+           "masked_accuracy", "next_set_accuracy", "per_symbol_accuracy", "position_correct",
+           "predict", "sequence_accuracy"]

@@ -16,6 +16,14 @@ Strings of the transduction tasks of Hao et al. (2018) and Grefenstette et al. (
 the delayed-output form of Hao et al. §2.3: the source w followed by one blank ``#`` per output
 symbol still to come, so that the machine reads one symbol and emits one symbol per step.
 
+Where the papers train on other targets, a task carries them: ``task(name).next_sets`` (the
+next-symbol sets of Suzgun et al. 2019 for the Dyck and palindrome tasks, with the end symbol
+`END`), and ``pair_sampler`` / ``pair_reference`` / ``pair_alphabets`` (the (source, target) pairs
+of Grefenstette et al. 2015's ``<s> source ||| target </s>`` protocol for sequence_copy,
+sequence_reversal, bigram_flip and the ITG tasks svo_sov and gender_conjugation);
+`pdanet.learning.data.dataset` builds them with ``target="next_set"`` or
+``protocol="grefenstette"``.
+
 Where a paper gives no rule probabilities, the defaults here are our own choice and say so.
 `inside`, `log_probability_given_length` and `cross_entropy_lower_bound` (module `probability`)
 give the exact probability of a string under a task's grammar and DuSell & Chiang's lower bound
@@ -56,9 +64,15 @@ from pdanet.automata.tasks.grefenstette2015 import (
     bigram_flip_machine,
     bigram_flip_reference,
     bigram_flip_sampler,
+    gender_grammar,
+    gender_machine,
+    gender_target,
     sequence_copy_machine,
     sequence_copy_reference,
     sequence_reversal_machine,
+    svo_sov_grammar,
+    svo_sov_machine,
+    svo_sov_target,
 )
 from pdanet.automata.tasks.hao2018 import (
     AGREEMENT_WORDS,
@@ -94,14 +108,17 @@ from pdanet.automata.tasks.registry import TASKS, get, grammar, names, reference
 from pdanet.automata.tasks.suzgun2019 import (
     dyck_grammar,
     dyck_machine,
+    dyck_next_sets,
     dyck_reference,
     dyck_unambiguous_grammar,
     w_phi_wr_grammar,
     w_phi_wr_machine,
+    w_phi_wr_next_sets,
     w_phi_wr_reference,
     w_wr_marked_machine,
+    w_wr_marked_next_sets,
 )
-from pdanet.automata.tasks.task import BLANK, PAPERS, Task, apply
+from pdanet.automata.tasks.task import BLANK, END, PAPERS, Task, apply
 
 
 def dataset(task_or_machine, n: int, lengths, seed: int | None = None,
@@ -116,6 +133,7 @@ def dataset(task_or_machine, n: int, lengths, seed: int | None = None,
 __all__ = [
     "AGREEMENT_WORDS",
     "BLANK",
+    "END",
     "HARDEST_ALPHABET",
     "HARDEST_ALPHABET_NO_DOLLAR",
     "PAPERS",
@@ -145,8 +163,12 @@ __all__ = [
     "dyck_km_reference",
     "dyck_km_sampler",
     "dyck_machine",
+    "dyck_next_sets",
     "dyck_reference",
     "dyck_unambiguous_grammar",
+    "gender_grammar",
+    "gender_machine",
+    "gender_target",
     "get",
     "grammar",
     "hardest_cfl_grammar",
@@ -178,12 +200,17 @@ __all__ = [
     "sequence_copy_machine",
     "sequence_copy_reference",
     "sequence_reversal_machine",
+    "svo_sov_grammar",
+    "svo_sov_machine",
+    "svo_sov_target",
     "task",
     "unmarked_reversal_grammar",
     "unmarked_reversal_machine",
     "unmarked_reversal_reference",
     "w_phi_wr_grammar",
     "w_phi_wr_machine",
+    "w_phi_wr_next_sets",
     "w_phi_wr_reference",
     "w_wr_marked_machine",
+    "w_wr_marked_next_sets",
 ]

@@ -1,15 +1,27 @@
 """Tasks of Grefenstette et al. (2015), Learning to Transduce with Unbounded Memory, §4.1:
 sequence copying, sequence reversal and bigram flipping over a vocabulary s0 … s{V-1}, in the
-delayed-output form w #^|w| (Hao et al. 2018 §2.3; bigram flipping also in a streaming form)."""
+delayed-output form w #^|w| (Hao et al. 2018 §2.3; bigram flipping also in a streaming form).
+
+The paper's own protocol (§4) presents each (source, target) pair as ``<s> source ||| target
+</s>``: the ``*_pairs`` samplers draw the pairs (sources uniform over the vocabulary, source
+lengths uniform over `lengths` — the paper's are `TRAIN_LENGTHS` for training and
+`TEST_LENGTHS` for testing — with a vocabulary of 128 symbols, ``vocab_size=128``, the
+default), and `pdanet.learning.data.dataset(name, …, protocol="grefenstette")` builds the
+sequences."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
 
 from pdanet.automata import store as store_machines
 from pdanet.automata.dfa import DFA
+from pdanet.automata.grammar import PCFG
 from pdanet.automata.tasks.hao2018 import delayed_output, reversal_machine, reversal_sampler
-from pdanet.automata.tasks.sampling import check_rng, draw_lengths, vocabulary
+from pdanet.automata.tasks.sampling import _table, check_rng, draw_lengths, vocabulary
 from pdanet.automata.tasks.task import BLANK
 from pdanet.errors import InputError
 
@@ -53,6 +65,85 @@ def sequence_copy_machine(vocab_size: int = 128, max_length: int | None = None,
     return DFA(states, vocab + (BLANK,), trans, ("read", ()),
                accepting=(("read", ()), ("write", ())), outputs=outs,
                output_alphabet=vocab + (BLANK,), name="sequence_copy")
+
+
+TRAIN_LENGTHS = range(8, 65)   # §4.1: source lengths unif{8, 64} for training
+TEST_LENGTHS = range(65, 129)  # §4.3: unif{65, 128} for testing
+
+
+def _flip(w: tuple) -> tuple:
+    return tuple(w[i ^ 1] for i in range(len(w)))
+
+
+_TRANSFORMS: dict[str, Callable[[tuple], tuple]] = {
+    "sequence_copy": lambda w: w,
+    "sequence_reversal": lambda w: tuple(reversed(w)),
+    "bigram_flip": _flip,
+}
+
+
+def pair_alphabets(vocab_size: int = 128, **_machine_params) -> tuple[tuple, tuple]:
+    """The source and target vocabularies of the §4.1 tasks: both s0 … s{V-1} (the paper: "a
+    vocabulary of 128 meaningless symbols")."""
+    vocab = vocabulary(vocab_size)
+    return vocab, vocab
+
+
+def _pairs(name: str, n: int, lengths, rng, vocab_size: int) -> list[tuple[tuple, tuple]]:
+    rng = check_rng(rng)
+    vocab = vocabulary(vocab_size)
+    ls = draw_lengths(n, lengths, rng)
+    if name == "bigram_flip" and any(L % 2 for L in ls):
+        raise InputError("bigram flipping restricts sources to even lengths (§4.1); "
+                         f"{sorted({L for L in ls if L % 2})} are odd")
+    out = []
+    for L in ls:
+        w = tuple(vocab[i] for i in rng.integers(0, len(vocab), size=L))
+        out.append((w, _TRANSFORMS[name](w)))
+    return out
+
+
+def _pair_reference(name: str, source, vocab_size: int):
+    vocab = set(vocabulary(vocab_size))
+    w = tuple(source)
+    if any(x not in vocab for x in w) or (name == "bigram_flip" and len(w) % 2):
+        return None
+    return _TRANSFORMS[name](w)
+
+
+def sequence_copy_pairs(n: int, lengths=TRAIN_LENGTHS, rng=None, vocab_size: int = 128,
+                        max_length: int | None = None, store: str | None = None) -> list:
+    """§4.1 Sequence Copying: n pairs (w, w), w uniform over the vocabulary, |w| from `lengths`."""
+    return _pairs("sequence_copy", n, lengths, rng, vocab_size)
+
+
+def sequence_copy_target(source, vocab_size: int = 128, **_machine_params):
+    """The copy of `source` (None when a symbol is outside the vocabulary)."""
+    return _pair_reference("sequence_copy", source, vocab_size)
+
+
+def sequence_reversal_pairs(n: int, lengths=TRAIN_LENGTHS, rng=None, vocab_size: int = 128,
+                            store: str | None = None) -> list:
+    """§4.1 Sequence Reversal: n pairs (w, w^R)."""
+    return _pairs("sequence_reversal", n, lengths, rng, vocab_size)
+
+
+def sequence_reversal_target(source, vocab_size: int = 128, **_machine_params):
+    """The reversal of `source` (None when a symbol is outside the vocabulary)."""
+    return _pair_reference("sequence_reversal", source, vocab_size)
+
+
+def bigram_flip_pairs(n: int, lengths=TRAIN_LENGTHS, rng=None, vocab_size: int = 128,
+                      store: str | None = None) -> list:
+    """§4.1 Bigram flipping: n pairs (a1 a2 … ak, a2 a1 a4 a3 … ak ak-1), sources of even
+    length only (InputError for an odd length)."""
+    return _pairs("bigram_flip", n, lengths, rng, vocab_size)
+
+
+def bigram_flip_target(source, vocab_size: int = 128, **_machine_params):
+    """`source` with each pair (a_{2i-1}, a_{2i}) swapped (None for odd lengths or symbols
+    outside the vocabulary)."""
+    return _pair_reference("bigram_flip", source, vocab_size)
 
 
 def _delayed_reference(string: Sequence, vocab_size: int, f: Callable[[tuple], tuple]):
@@ -114,10 +205,6 @@ def bigram_flip_machine(vocab_size: int = 128, store: str | None = None):
                output_alphabet=vocab + (BLANK,), name="bigram_flip")
 
 
-def _flip(w: tuple) -> tuple:
-    return tuple(w[i ^ 1] for i in range(len(w)))
-
-
 def bigram_flip_reference(string: Sequence, vocab_size: int = 128, store: str | None = None):
     if store is not None:  # delayed form w #^|w| with |w| even
         s = tuple(string)
@@ -155,13 +242,359 @@ def bigram_flip_sampler(n, lengths, rng=None, vocab_size: int = 128, store: str 
     return out
 
 
+# --- §4.2: the ITG transduction tasks --------------------------------------------------------
+# The paper gives its two grammars in an appendix table that is not part of its text; the grammars
+# below are read from §4.2's prose and its two sample pairs, and say where they choose. Their
+# vocabulary defaults to `ITG_VOCAB` = 12 words (3 per class), small enough to compile every
+# machine quickly; vocab_size=128 is the paper's ("approximately 128/k" words per class).
+
+ITG_VOCAB = 12      # default vocabulary of the ITG tasks; the paper's is vocab_size=128
+_SVO_CLASSES = 3     # subject, verb and object words (the relative pronoun is one word)
+_GENDER_CLASSES = 4  # verbs and masculine, feminine and neuter nouns
+
+
+def _class_size(vocab_size: int, k: int) -> int:
+    """Words per class: ⌊vocab_size / k⌋, at least one."""
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
+        raise InputError(f"vocab_size must be a positive integer, got {vocab_size!r}")
+    return max(1, vocab_size // k)
+
+
+def _feasible_lengths(n: int, lengths, rng, ok: Callable[[int], bool], what: str) -> list[int]:
+    """n lengths drawn uniformly from those of `lengths` that pass `ok`."""
+    pool = [lengths] if isinstance(lengths, (int, np.integer)) else list(lengths)
+    if any(isinstance(L, bool) or not isinstance(L, (int, np.integer)) or L < 0 for L in pool):
+        raise InputError(f"lengths must be non-negative integers, got {lengths!r}")
+    good = [int(L) for L in pool if ok(int(L))]
+    if not good:
+        raise InputError(f"{what} has no source of any length in {pool!r}")
+    return draw_lengths(n, good, rng)
+
+
+def _class_strings(g: PCFG, ls: list[int], rng) -> list[tuple]:
+    """One string of `g` of each length in `ls` (length-conditioned, PCFG-weighted)."""
+    if not ls:
+        return []
+    table = _table(g, max(ls), True)
+    return [table.sample(rng, L) for L in ls]
+
+
+def svo_sov_grammar() -> PCFG:
+    """The source side of the SVO → SOV ITG over word classes s, v, o, rp (our reading of
+    Grefenstette et al. 2015 §4.2; the paper's appendix table is not in its text):
+
+        A → s v O                       (target: s O v — the ITG's inverted rule on [v O])
+        O → o O | o | s rp s v O        (objects; a relative clause "s rp s v O" in place)
+
+    Relative clauses keep their order in the target, as in the paper's sample pair
+    ``si1 vi28 oi5 oi7 si15 rpi si19 vi16 oi10 oi24 ||| so1 oo5 oo7 so15 rpo so19 vo16 oo10
+    oo24 vo28``. The rule probabilities (½, ¼, ¼) are ours; sampling is conditioned on the
+    length, which makes them matter only within a length."""
+    h, q = Fraction(1, 2), Fraction(1, 4)
+    return PCFG(("A", "O"), ("s", "v", "o", "rp"), {
+        ("A", ("s", "v", "O")): Fraction(1),
+        ("O", ("o", "O")): h, ("O", ("o",)): q, ("O", ("s", "rp", "s", "v", "O")): q},
+        "A", name="svo_sov")
+
+
+def _svo_words(vocab_size: int) -> tuple[tuple, tuple]:
+    n = _class_size(vocab_size, _SVO_CLASSES)
+    src = tuple(f"{c}i{j}" for c in "svo" for j in range(1, n + 1)) + ("rpi",)
+    tgt = tuple(f"{c}o{j}" for c in "svo" for j in range(1, n + 1)) + ("rpo",)
+    return src, tgt
+
+
+def _svo_class(word: Any) -> str | None:
+    if word == "rpi":
+        return "rp"
+    if isinstance(word, str) and len(word) > 2 and word[0] in "svo" and word[1] == "i" \
+            and word[2:].isdigit():
+        return word[0]
+    return None
+
+
+def _svo_translate(word: str) -> str:
+    return "rpo" if word == "rpi" else word[0] + "o" + word[2:]
+
+
+def svo_sov_target(source: Sequence, vocab_size: int = ITG_VOCAB, **_machine_params):
+    """The SOV target of an SVO source of `svo_sov_grammar` (each word's ``i`` → ``o``, the main
+    verb moved to the end), or None when the source is not in the grammar's language."""
+    src_words = set(_svo_words(vocab_size)[0])
+    w = tuple(source)
+    if any(x not in src_words for x in w):
+        return None
+    cls = [_svo_class(x) for x in w]
+    if cls[:2] != ["s", "v"]:
+        return None
+    state = "O0"                          # the right-linear O: expecting an object phrase
+    for c in cls[2:]:
+        state = {("O0", "o"): "Oo", ("Oo", "o"): "Oo", ("O0", "s"): "Rs", ("Oo", "s"): "Rs",
+                 ("Rs", "rp"): "Rrp", ("Rrp", "s"): "Rs2", ("Rs2", "v"): "O0"}.get((state, c))
+        if state is None:
+            return None
+    if state != "Oo":
+        return None
+    return (_svo_translate(w[0]),) + tuple(_svo_translate(x) for x in w[2:]) + \
+        (_svo_translate(w[1]),)
+
+
+def svo_sov_pairs(n: int, lengths=TRAIN_LENGTHS, rng=None,
+                  vocab_size: int = ITG_VOCAB) -> list:
+    """n (source, target) pairs: a source length drawn uniformly from `lengths` (those with a
+    source: ≥ 3), a class string of that length from `svo_sov_grammar`, each class word drawn
+    uniformly from its ⌊vocab_size / 3⌋ words, at least one (the paper: "approximately 128/k"
+    words per class, all equiprobable). The paper instead rejects samples outside [8, 64]
+    (training) or [65, 128] (testing)."""
+    rng = check_rng(rng)
+    _class_size(vocab_size, _SVO_CLASSES)
+    ls = _feasible_lengths(n, lengths, rng, lambda L: L >= 3, "SVO → SOV")
+    return _svo_pairs(ls, rng, vocab_size)
+
+
+def _svo_pairs(ls: list[int], rng, vocab_size: int) -> list:
+    per = _class_size(vocab_size, _SVO_CLASSES)
+    out = []
+    for cls in _class_strings(svo_sov_grammar(), ls, rng):
+        w = tuple("rpi" if c == "rp" else f"{c}i{int(rng.integers(1, per + 1))}" for c in cls)
+        out.append((w, svo_sov_target(w, vocab_size)))
+    return out
+
+
+def svo_sov_alphabets(vocab_size: int = ITG_VOCAB, **_machine_params) -> tuple[tuple, tuple]:
+    """(source words, target words) of the SVO → SOV task."""
+    return _svo_words(vocab_size)
+
+
+def svo_sov_machine(vocab_size: int = ITG_VOCAB) -> DFA:
+    """Grefenstette et al. (2015) §4.2 SVO → SOV in streaming form: w # → # t, t the SOV target
+    of w (`svo_sov_target`), one output per step, one step behind. A Mealy DFA: it holds the
+    subject for one step, then the main verb until ``#`` (its states: the verb held × the place in
+    the right-linear object phrase); words of the object phrase are translated as they come."""
+    src, tgt = _svo_words(vocab_size)
+    by_class = {c: [x for x in src if _svo_class(x) == c] for c in ("s", "v", "o", "rp")}
+    trans: dict = {}
+    outs: dict = {}
+
+    def arc(q, x, r, y):
+        trans[(q, x)], outs[(q, x)] = r, y
+
+    for s_ in by_class["s"]:
+        arc("start", s_, ("subj", s_), BLANK)
+        for v in by_class["v"]:
+            arc(("subj", s_), v, (v, "O0"), _svo_translate(s_))
+    moves = {("O0", "o"): "Oo", ("Oo", "o"): "Oo", ("O0", "s"): "Rs", ("Oo", "s"): "Rs",
+             ("Rs", "rp"): "Rrp", ("Rrp", "s"): "Rs2", ("Rs2", "v"): "O0"}
+    for v in by_class["v"]:
+        for (q, c), r in moves.items():
+            for x in by_class[c]:
+                arc((v, q), x, (v, r), _svo_translate(x))
+        arc((v, "Oo"), BLANK, "done", _svo_translate(v))
+    states = ["start", "done"] + sorted({q for q, _ in trans} | set(trans.values()), key=str)
+    states = list(dict.fromkeys(states))
+    return DFA(states, src + (BLANK,), trans, "start", accepting=("done",), outputs=outs,
+               output_alphabet=tgt + (BLANK,), name="svo_sov")
+
+
+def _streaming_reference(string: Sequence, target: Callable[[tuple], Any]):
+    s = tuple(string)
+    if not s or s[-1] != BLANK:
+        return None
+    t = target(s[:-1])
+    return None if t is None else (BLANK,) + tuple(t)
+
+
+def svo_sov_reference(string: Sequence, vocab_size: int = ITG_VOCAB):
+    """Per-step outputs of the streaming form w # → # t (None off the domain)."""
+    return _streaming_reference(string, lambda w: svo_sov_target(w, vocab_size))
+
+
+def svo_sov_sampler(n: int, lengths, rng=None, vocab_size: int = ITG_VOCAB) -> list:
+    """Strings w # of the streaming form (`lengths`: total lengths, so sources of length − 1)."""
+    rng = check_rng(rng)
+    ls = _feasible_lengths(n, lengths, rng, lambda L: L >= 4, "SVO → SOV (streaming form w #)")
+    return [w + (BLANK,) for w, _ in _svo_pairs([L - 1 for L in ls], rng, vocab_size)]
+
+
+_ARTICLES = {("the", "m"): "der", ("the", "f"): "die", ("the", "n"): "das",
+             ("a", "m"): "ein", ("a", "f"): "eine", ("a", "n"): "ein"}
+
+
+def gender_grammar() -> PCFG:
+    """The source side of the genderless → gendered ITG over word classes (our reading of
+    Grefenstette et al. 2015 §4.2; the paper's appendix table is not in its text):
+
+        A → NP V NP | NP V            ("sentences in (NP/(V/NP)) or (NP/V) form")
+        NP → D N | D N and NP          ("every noun phrase can become an infinite sequence of
+                                        nouns joined by a conjunction")
+        D → the | a                    N → em | ef | en (masculine, feminine, neuter nouns)
+
+    Word for word in the target: ``the`` → der / die / das and ``a`` → ein / eine / ein by the
+    gender of the noun that follows, ``and`` → ``und``, ``e{g}{j}`` → ``g{g}{j}``, verbs
+    ``we{j}`` → ``wg{j}``. The paper's sample ``we11 the en19 and the em17 ||| wg11 das gn19 und
+    der gm17`` is the V NP part of a sentence. Sources have lengths 3, 5, 6, 8, 9, … (none
+    ≡ 1 mod 3). The rule probabilities are ours (uniform choices; NP → D N and NP with ¼)."""
+    half, third = Fraction(1, 2), Fraction(1, 3)
+    return PCFG(("A", "NP", "D", "N"), ("the", "a", "and", "V", "em", "ef", "en"), {
+        ("A", ("NP", "V", "NP")): half, ("A", ("NP", "V")): half,
+        ("NP", ("D", "N")): Fraction(3, 4), ("NP", ("D", "N", "and", "NP")): Fraction(1, 4),
+        ("D", ("the",)): half, ("D", ("a",)): half,
+        ("N", ("em",)): third, ("N", ("ef",)): third, ("N", ("en",)): third}, "A",
+        name="gender_conjugation")
+
+
+def _gender_words(vocab_size: int) -> tuple[tuple, tuple]:
+    n = _class_size(vocab_size, _GENDER_CLASSES)
+    js = range(1, n + 1)
+    src = ("the", "a", "and") + tuple(f"we{j}" for j in js) + tuple(
+        f"e{g}{j}" for g in "mfn" for j in js)
+    tgt = ("der", "die", "das", "ein", "eine", "und") + tuple(f"wg{j}" for j in js) + tuple(
+        f"g{g}{j}" for g in "mfn" for j in js)
+    return src, tgt
+
+
+def _gender_class(word: Any) -> str | None:
+    if word in ("the", "a", "and"):
+        return "D" if word != "and" else "and"
+    if isinstance(word, str) and len(word) > 2 and word[2:].isdigit():
+        if word[:2] == "we":
+            return "V"
+        if word[0] == "e" and word[1] in "mfn":
+            return "N"
+    return None
+
+
+def _gender_translate(word: str, next_word: Any = None) -> str:
+    if word in ("the", "a"):
+        return _ARTICLES[(word, next_word[1])]
+    if word == "and":
+        return "und"
+    return ("wg" if word[:2] == "we" else "g" + word[1]) + word[2:]
+
+
+_GENDER_MOVES = {("S0", "D"): "S1", ("S1", "N"): "S2", ("S2", "and"): "S0", ("S2", "V"): "V1",
+                 ("V1", "D"): "O1", ("O1", "N"): "O2", ("O2", "and"): "O0", ("O0", "D"): "O1"}
+_GENDER_FINAL = ("V1", "O2")
+
+
+def gender_target(source: Sequence, vocab_size: int = ITG_VOCAB, **_machine_params):
+    """The gendered target of a source of `gender_grammar`, or None outside its language."""
+    src_words = set(_gender_words(vocab_size)[0])
+    w = tuple(source)
+    if any(x not in src_words for x in w):
+        return None
+    state = "S0"
+    for x in w:
+        state = _GENDER_MOVES.get((state, _gender_class(x)))
+        if state is None:
+            return None
+    if state not in _GENDER_FINAL:
+        return None
+    return tuple(_gender_translate(x, w[i + 1] if i + 1 < len(w) else None)
+                 for i, x in enumerate(w))
+
+
+def gender_pairs(n: int, lengths=TRAIN_LENGTHS, rng=None,
+                 vocab_size: int = ITG_VOCAB) -> list:
+    """n (source, target) pairs: a source length drawn uniformly from those of `lengths` the
+    grammar has (not ≡ 1 mod 3; ≥ 3), a class string of `gender_grammar` of that length, each
+    verb and noun drawn uniformly from its ⌊vocab_size / 4⌋ words, at least one. The paper
+    instead rejects samples outside [8, 64] (training) or [65, 128] (testing)."""
+    rng = check_rng(rng)
+    _class_size(vocab_size, _GENDER_CLASSES)
+    ls = _feasible_lengths(n, lengths, rng, lambda L: L >= 3 and L % 3 != 1,
+                           "genderless → gendered")
+    return _gender_pairs(ls, rng, vocab_size)
+
+
+def _gender_pairs(ls: list[int], rng, vocab_size: int) -> list:
+    per = _class_size(vocab_size, _GENDER_CLASSES)
+    out = []
+    for cls in _class_strings(gender_grammar(), ls, rng):
+        w = tuple(c if c in ("the", "a", "and") else
+                  ("we" if c == "V" else c) + str(int(rng.integers(1, per + 1))) for c in cls)
+        out.append((w, gender_target(w, vocab_size)))
+    return out
+
+
+def gender_alphabets(vocab_size: int = ITG_VOCAB, **_machine_params) -> tuple[tuple, tuple]:
+    """(source words, target words) of the genderless → gendered task."""
+    return _gender_words(vocab_size)
+
+
+def gender_machine(vocab_size: int = ITG_VOCAB) -> DFA:
+    """Grefenstette et al. (2015) §4.2 genderless → gendered in streaming form: w # → # t, t the
+    target of w (`gender_target`), one output per step, one step behind: a Mealy DFA holding the
+    last word (an article is translated when its noun is read) and its place in the grammar."""
+    src, tgt = _gender_words(vocab_size)
+    trans: dict = {}
+    outs: dict = {}
+    held_states = [("S0", "")]             # "": no word held yet
+    seen = {("S0", "")}
+    while held_states:
+        q, held = held_states.pop()
+        for x in src:
+            r = _GENDER_MOVES.get((q, _gender_class(x)))
+            if r is None:
+                continue
+            nxt = (r, x)
+            trans[((q, held), x)] = nxt
+            outs[((q, held), x)] = BLANK if held == "" else _gender_translate(held, x)
+            if nxt not in seen:
+                seen.add(nxt)
+                held_states.append(nxt)
+        if q in _GENDER_FINAL:
+            trans[((q, held), BLANK)] = "done"
+            outs[((q, held), BLANK)] = _gender_translate(held)
+    states = sorted(seen, key=str) + ["done"]
+    return DFA(states, src + (BLANK,), trans, ("S0", ""), accepting=("done",), outputs=outs,
+               output_alphabet=tgt + (BLANK,), name="gender_conjugation")
+
+
+def gender_reference(string: Sequence, vocab_size: int = ITG_VOCAB):
+    """Per-step outputs of the streaming form w # → # t (None off the domain)."""
+    return _streaming_reference(string, lambda w: gender_target(w, vocab_size))
+
+
+def gender_sampler(n: int, lengths, rng=None, vocab_size: int = ITG_VOCAB) -> list:
+    """Strings w # of the streaming form (`lengths`: total lengths, so sources of length − 1)."""
+    rng = check_rng(rng)
+    ls = _feasible_lengths(n, lengths, rng, lambda L: L >= 4 and (L - 1) % 3 != 1,
+                           "genderless → gendered (streaming form w #)")
+    return [w + (BLANK,) for w, _ in _gender_pairs([L - 1 for L in ls], rng, vocab_size)]
+
+
 __all__ = [
+    "ITG_VOCAB",
+    "TEST_LENGTHS",
+    "TRAIN_LENGTHS",
     "bigram_flip_machine",
+    "bigram_flip_pairs",
     "bigram_flip_reference",
     "bigram_flip_sampler",
+    "bigram_flip_target",
     "delayed_sampler",
+    "gender_alphabets",
+    "gender_grammar",
+    "gender_machine",
+    "gender_pairs",
+    "gender_reference",
+    "gender_sampler",
+    "gender_target",
+    "pair_alphabets",
     "sequence_copy_machine",
+    "sequence_copy_pairs",
     "sequence_copy_reference",
+    "sequence_copy_target",
     "sequence_reversal_machine",
+    "sequence_reversal_pairs",
     "sequence_reversal_reference",
+    "sequence_reversal_target",
+    "svo_sov_alphabets",
+    "svo_sov_grammar",
+    "svo_sov_machine",
+    "svo_sov_pairs",
+    "svo_sov_reference",
+    "svo_sov_sampler",
+    "svo_sov_target",
 ]

@@ -21,8 +21,14 @@ from pdanet.automata.tasks.dusell2021 import (
     marked_reversal_sampler,
 )
 from pdanet.automata.tasks.hewitt2020 import brackets, well_nested
-from pdanet.automata.tasks.sampling import check_rng, draw_lengths, grammar_sampler, primed
-from pdanet.automata.tasks.task import BLANK
+from pdanet.automata.tasks.sampling import (
+    check_alphabet,
+    check_rng,
+    draw_lengths,
+    grammar_sampler,
+    primed,
+)
+from pdanet.automata.tasks.task import BLANK, END
 from pdanet.errors import InputError
 
 
@@ -196,19 +202,100 @@ def dyck_sampler(n, lengths, rng=None, k: int = 2, grammar: bool = False,
     return out
 
 
+# --- Suzgun et al. (2019) §4.1, Table 1: the set of next symbols at every prefix -------------
+
+def _bad_prefix(name: str, string: tuple, t: int) -> InputError:
+    return InputError(f"{string[:t + 1]!r} is not a prefix of a {name} string, so no next-symbol "
+                      "set is defined there; pass strings of the task (its sampler draws them)")
+
+
+def dyck_next_sets(string: Sequence, k: int = 2, **_sampler_params) -> tuple[frozenset, ...]:
+    """Suzgun et al. (2019) §4.1 and Table 1: for each prefix of a Dyck-k string (positions
+    0..|s|, position t after t symbols) the set of symbols that may come next — every open
+    bracket, the partner of the innermost unclosed bracket when there is one, and `END` when
+    the prefix is itself a Dyck word (Table 1 prints the Dyck rows without it; drop the END
+    column for those). InputError when a prefix is not a prefix of a Dyck-k word."""
+    opens, closes = brackets(k)
+    s = tuple(string)
+    stack: list = []
+    out = []
+    for t in range(len(s) + 1):
+        out.append(frozenset(opens) | ({closes[stack[-1]]} if stack else {END}))
+        if t == len(s):
+            break
+        x = s[t]
+        if x in opens:
+            stack.append(opens.index(x))
+        elif x in closes and stack and closes.index(x) == stack[-1]:
+            stack.pop()
+        else:
+            raise _bad_prefix(f"Dyck-{k}", s, t)
+    return tuple(out)
+
+
+def _palindrome_next_sets(string: Sequence, left: tuple, marker: str, mirror: dict,
+                          name: str) -> tuple[frozenset, ...]:
+    """Next-symbol sets of w marker h(w^R) (w over `left`, h = `mirror`): before the marker,
+    `left` and the marker; after it, the image of the symbol of w still to be mirrored, then
+    `END`."""
+    s = tuple(string)
+    out = []
+    w: list = []
+    t = 0
+    while t < len(s) and s[t] != marker:
+        if s[t] not in left:
+            raise _bad_prefix(name, s, t)
+        out.append(frozenset(left) | {marker})
+        w.append(s[t])
+        t += 1
+    if t == len(s):
+        out.append(frozenset(left) | {marker})
+        return tuple(out)
+    out.append(frozenset(left) | {marker})         # the set before the marker
+    t += 1
+    for i, x in enumerate(reversed(w)):
+        out.append(frozenset({mirror[x]}))
+        if t + i == len(s):
+            return tuple(out)
+        if s[t + i] != mirror[x]:
+            raise _bad_prefix(name, s, t + i)
+    if t + len(w) < len(s):
+        raise _bad_prefix(name, s, t + len(w))
+    out.append(frozenset({END}))
+    return tuple(out)
+
+
+def w_phi_wr_next_sets(string: Sequence) -> tuple[frozenset, ...]:
+    """Suzgun et al. (2019) §6.1 and Table 1 (abc#zyx → a/b/c/# ×3, z, y, x, ⊣): the next-symbol
+    sets of w # φ(w^R) at positions 0..|s| — {a, b, c, #} while reading w, then the image of
+    the symbol to be mirrored, then `END`."""
+    return _palindrome_next_sets(string, tuple(_PHI), BLANK, _PHI, "w # φ(w^R)")
+
+
+def w_wr_marked_next_sets(string: Sequence, alphabet: Any = "abc",
+                          marker: str = BLANK) -> tuple[frozenset, ...]:
+    """Suzgun et al. (2019) §6.2: the next-symbol sets of w # w^R, as for `w_phi_wr_next_sets`
+    with the identity for φ."""
+    left = check_alphabet(alphabet, (marker,))
+    return _palindrome_next_sets(string, left, marker, {x: x for x in left}, "w # w^R")
+
+
 __all__ = [
     "dyck_grammar",
     "dyck_machine",
+    "dyck_next_sets",
     "dyck_nonempty_grammar",
     "dyck_reference",
     "dyck_sampler",
     "dyck_unambiguous_grammar",
     "w_phi_wr_grammar",
     "w_phi_wr_machine",
+    "w_phi_wr_next_sets",
     "w_phi_wr_reference",
     "w_phi_wr_sampler",
     "w_wr_marked_grammar",
     "w_wr_marked_machine",
+    "w_wr_marked_next_sets",
     "w_wr_marked_reference",
     "w_wr_marked_sampler",
 ]

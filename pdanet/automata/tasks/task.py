@@ -11,6 +11,7 @@ from pdanet.automata.base import Machine
 from pdanet.automata.grammar import CFG
 
 BLANK = "#"
+END = "⊣"  # the end-of-string symbol of next-symbol sets (Suzgun et al. 2019, Table 1)
 
 PAPERS = {
     "hao2018": "Hao et al. (2018), Context-Free Transductions with Neural Stacks",
@@ -33,7 +34,16 @@ class Task:
     """A named task: ``machine_factory(**params)`` (may return None when no machine of the library
     computes the task — the description says why), ``sampler(n, lengths, rng, **params)``,
     ``reference(string, **params)``, the paper and section, and a description. ``grammar(**params)``
-    is the task's (P)CFG where the paper gives one."""
+    is the task's (P)CFG where the paper gives one.
+
+    Optional, where the paper trains on them: ``next_sets(string, **params)`` gives, for each
+    prefix of a string (positions 0..|s|), the frozenset of symbols that may follow it in the
+    language, with `END` when the prefix is itself in the language (Suzgun et al. 2019's k-hot
+    targets); ``pair_sampler(n, lengths, rng, **params)`` draws (source, target) pairs of a
+    sequence transduction with source lengths from ``lengths``, and ``pair_reference(source,
+    **params)`` gives the target of a source (None outside the domain), and
+    ``pair_alphabets(**params)`` the (source, target) vocabularies — Grefenstette et al. 2015's
+    ``<s> source ||| target </s>`` protocol."""
 
     name: str
     machine_factory: Callable[..., Machine | None]
@@ -43,6 +53,10 @@ class Task:
     description: str
     kind: str = "recognise"
     grammar: Callable[..., CFG] | None = None
+    next_sets: Callable[..., tuple] | None = None
+    pair_sampler: Callable[..., list] | None = None
+    pair_reference: Callable[..., Any] | None = None
+    pair_alphabets: Callable[..., tuple] | None = None
 
 
 def apply(machine: Machine, string: Sequence[Hashable]) -> Any:
@@ -65,4 +79,4 @@ def apply(machine: Machine, string: Sequence[Hashable]) -> Any:
     return tuple(outs)
 
 
-__all__ = ["BLANK", "PAPERS", "Task", "apply"]
+__all__ = ["BLANK", "END", "PAPERS", "Task", "apply"]
