@@ -1,6 +1,7 @@
 """The source papers' own models as trainable torch modules, each with the compile function
 that emits weights for exactly that module: ``pn.compile(machine, target="stack_rnn",
-model=NAME)`` (Hao et al.'s buffered model: target ``"buffered_stack_rnn"``).
+model=NAME)`` (Hao et al.'s buffered model: target ``"buffered_stack_rnn"``; DuSell & Chiang's:
+``"ns_rnn"``).
 
 ==============================  =================================================================
 model                           module (paper)
@@ -13,6 +14,9 @@ model                           module (paper)
                                 `SuzgunBabyNTM` is a module only
 ``joulin_mikolov_stack_rnn``    `JoulinMikolovStackRNN` — the original Stack-RNN (Joulin &
                                 Mikolov 2015)
+``dusell_chiang_<variant>``      `DuSellChiangRNN` — LSTM controller, nondeterministic stack
+                                (variant ``ns``, ``ns_s``, ``ns_u``, ``rns``), optional window D
+                                (DuSell & Chiang 2021); target ``"ns_rnn"``
 ==============================  =================================================================
 
 Each module starts from a random initialisation (as its paper trains it) when built directly;
@@ -21,6 +25,13 @@ the compile functions set its weights by hand (heads saturated by β) and return
 does not compile (naming the model that can); ``EXAMPLE_<MODEL>`` is a machine each accepts.
 """
 
+from pdanet.models.dusell_chiang import (
+    DuSellChiangRNN,
+    compile_dusell_chiang_ns,
+    compile_dusell_chiang_ns_s,
+    compile_dusell_chiang_ns_u,
+    compile_dusell_chiang_rns,
+)
 from pdanet.models.grefenstette import (
     GrefenstetteRNN,
     compile_grefenstette_lstm,
@@ -43,6 +54,7 @@ from pdanet.models.suzgun import (
 )
 
 __all__ = [
+    "DuSellChiangRNN",
     "GrefenstetteRNN",
     "HaoBufferedStackRNN",
     "HaoStackRNN",
@@ -50,6 +62,10 @@ __all__ = [
     "SuzgunBabyNTM",
     "SuzgunStackLSTM",
     "SuzgunStackRNN",
+    "compile_dusell_chiang_ns",
+    "compile_dusell_chiang_ns_s",
+    "compile_dusell_chiang_ns_u",
+    "compile_dusell_chiang_rns",
     "compile_grefenstette_lstm",
     "compile_grefenstette_rnn",
     "compile_hao_buffered",

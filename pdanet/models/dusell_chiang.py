@@ -1,0 +1,632 @@
+"""DuSell & Chiang (2021), "Learning hierarchical structures with differentiable nondeterministic
+stacks" (the Renormalizing NS-RNN; equation numbers are this paper's): an LSTM controller driving
+the nondeterministic stack, as a trainable module, with compile functions that emit weights for
+exactly this module (models ``"dusell_chiang_ns"``, ``"dusell_chiang_ns_s"``,
+``"dusell_chiang_ns_u"``, ``"dusell_chiang_rns"``).
+
+**The model** (`DuSellChiangRNN`). At step t (§2.1, unnumbered):
+
+    (h_t, c_t) = LSTM((h_{t−1}, c_{t−1}), [x_t; r_{t−1}]),   h_0 = c_0 = 0,
+    Δ[t] = softmax_{q,x}(W_ha h_t + b_ha)   (Eq. 1; NS and NS+S),
+    Δ[t] = exp(W_ha h_t + b_ha)             (§3.1; NS+U and RNS = NS+S+U),
+    γ, α by Eqs. 2–4 on Δ[1..t],   y_t = W_hy h_t + b_hy,
+
+and the reading r_t is Eq. 5 (the distribution of the top stack symbol: NS, NS+U) or §3.2's
+joint distribution over (state, top) (NS+S, RNS), zeros where no run survives. x_t is the
+one-hot input (padding −1: the zero vector; positions past a row's length are unspecified),
+r_0 the reading of α[0] (Eq. 3), y_0 = b_hy. Δ[t] comes from h_t and acts at step t, as in
+Eq. 2, so r_t already reflects x_t. The stack follows the paper's equations for its
+bottom (``bottom="paper"`` of `pdanet.constructions.stacks.ns`: stack symbol 0 is ⊥, the initial
+⊥ is never replaced nor popped, Eq. 4 sums from i = 0 as the authors' code does); ``window`` is
+D of §5.1 (γ[i→t] = 0 for t − i > D). The stack runs step by step inside the controller loop
+(the controller reads r_{t−1}), in scaled linear arithmetic: every γ column and α are kept
+divided by a running per-step normaliser (constants for autograd; readings and gradients are
+those of the equations, checked against `pdanet.constructions.stacks.reference_ns`). Time per
+step O(B·Q³Γ²·t²) (O(B·Q³Γ²·D²) with a window), memory O(B·Q²Γ²·T²) (O(B·Q²Γ²·T·D)): the
+model is cubic in the length, as the paper says (§2.4).
+
+**Compiled** (`compile_dusell_chiang_ns`, …): a real-time DPDA (final-state or empty-stack
+acceptance) or a DFA recogniser, every move one of noop/push/pop/replace.
+
+- Stack symbols (N = 2G + 2 for a machine with G symbols besides ⊥): 0 = the paper's initial
+  ⊥₀, 1..G the machine's symbols Z, G+1..2G their marked copies Ẑ, 2G+1 = ⊥̂ (the machine's
+  empty stack). The machine stack ⊥ Z₁ … Z_k is the network stack ⊥₀ Ẑ₁ Z₂ … Z_k (⊥₀ ⊥̂ when
+  k = 0): the lowest machine symbol is marked, so that no run ever needs to pop back to ⊥₀ (the
+  paper's equations kill such runs). A machine move becomes one network operation: on ⊥₀
+  (only at step 1) noop → push ⊥̂, push y → push ŷ; on ⊥̂ noop → replace ⊥̂, push y → replace by
+  ŷ; on Z noop → replace Z, push y → push y, replace by y → y, pop → pop; on Ẑ noop → replace Ẑ,
+  push y → push y, replace by y → ŷ, pop → replace by ⊥̂. The NS stack's states are the
+  machine's.
+- Hidden unit j stands for one network transition (q, a, n) (state q, input a, network top n).
+  Gates f = σ(−β) = 0, g = tanh(β) = 1, o = σ(β) = 1, so c_t,j = i_j ∈ {0, 1} and h_t,j ∈
+  {0, τ}, τ = tanh 1. Input gate with the (state, top) reading (NS+S, RNS):
+  i_j = σ(β(x_t[a] + r_{t−1}[(q, n)] − 3/2)). With the top-only reading (NS, NS+U) the reading
+  cannot show the state, so the controller keeps it (an extra recurrence, no extra unit):
+  i_j = σ(β(x_t[a] + r_{t−1}[n] + Σ_{i→q} h_{t−1,i} − 19/8)) (units i whose move enters q),
+  and for n = ⊥₀ (only on top at t = 0, so it marks the start state) σ(β(x_t[a] + r_{t−1}[⊥₀]
+  − 3/2)).
+- Action head: W_ha has a 1 from unit j to the entry (q, n → r, v) of its move, b_ha = −3/8:
+  the move's logit is β(τ − 3/8), every other entry −3/8·β. With β = 4096 the gap exceeds 3000,
+  so after Eq. 1 (or the max-shift of exp) every other action weighs exactly 0 and the move 1
+  in float32 and float64: one run survives and the reading is exactly one-hot.
+- Readout y_t = β(Σ_j w_j h_t,j + b): b = 3/8 and w_j = −1 for moves into rejecting
+  configurations when ε is accepted, else b = −3/8 and w_j = 1 for moves into accepting ones
+  (empty-stack acceptance: moves leaving ⊥̂ on top). Accepted iff y_t > 0; margin 3/8.
+
+``net.decode`` gives ``state`` (from the reading for NS+S/RNS; from the controller's units for
+NS/NS+U) and ``top`` (the reading's top, Z and Ẑ both read as Z, ⊥₀ and ⊥̂ as ⊥), which
+`pn.verify` compares with the machine at every step, with the output. A window D is exact while
+every network top was pushed at most D steps earlier — every string of length ≤ D (⊥̂ is pushed
+at step 1 and only replaced after, so an empty machine stack after step D + 1 dies);
+``net.info["exact_for"]`` says so. A nondeterministic or weighted PDA compiles to target
+``"ns_rnn"`` (exact log-weights, `pdanet.constructions.ns`); a transducer to ``"hao_lstm"``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+import sympy as sp
+import torch
+from torch import nn
+
+from pdanet import limits
+from pdanet.automata.pda import PDA, DeterministicPushdown
+from pdanet.constructions.abstraction import Abstraction
+from pdanet.constructions.base import CompiledNetwork, ExactWeight, as_dtype, load_exact
+from pdanet.constructions.realtime import RealtimeTable
+from pdanet.constructions.realtime import table as realtime_table
+from pdanet.constructions.stacks.ns import VARIANTS
+from pdanet.errors import CompileError, InputError, PdanetError
+
+BETA = 4096
+MARGIN = Fraction(3, 8)
+TAU = sp.tanh(1)
+
+# model suffix -> the stack variant of §4 (`NondeterministicStack.variant` names)
+MODEL_VARIANTS = {"ns": "ns", "ns_s": "ns+s", "ns_u": "ns+u", "rns": "rns"}
+
+
+class _SafeLog(torch.autograd.Function):
+    """log x for x ≥ 0 with log 0 = −inf and a zero (not NaN) gradient there."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.log(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return torch.where(x > 0, g / torch.where(x > 0, x, torch.ones_like(x)),
+                           torch.zeros_like(g))
+
+
+_safe_log = _SafeLog.apply
+
+
+def _below(x: torch.Tensor, rows: int) -> torch.Tensor:
+    """(B, n, ...) padded with zero rows at the end to (B, rows, ...)."""
+    return nn.functional.pad(x, (0,) * (2 * (x.dim() - 2)) + (0, rows - x.shape[1]))
+
+
+class _StackRun:
+    """The stack WFA of Eqs. 2–4 advanced one step at a time (paper bottom, optional window).
+
+    Column t holds E[i→t] for rows i = lo(t)..t−1 ([b, i, q, x, r, y]): γ[i→t] divided by the
+    product of the step normalisers c_{i+1} … c_t; ``v[t]`` = log α[t] minus log c_1 … c_t.
+    Every term of column t holds exactly one factor Δ[t], so dividing Δ[t] by c_t (its max-shift
+    e^{m_t}, then the column maximum) is consistent. With autograd (or a window) the columns are
+    a list of tensors and the pop term stacks the columns it reads; without autograd and without
+    a window they are written in place into one chart F[b, y, i, q, x, k, u] = E[i→k][q,x→u,y]
+    of T + 1 rows and columns, and the pop term is one batched matrix product on a strided view
+    of it (entries with k ≤ i are zeros never written)."""
+
+    def __init__(self, B: int, Q: int, N: int, start: int, window: int | None,
+                 like: torch.Tensor, T: int, dense: bool):
+        self.Q, self.N, self.D = Q, N, window
+        v0 = like.new_full((B, Q, N), float("-inf"))
+        v0[:, start, 0] = 0.0
+        self.v = [v0]
+        self.cols: list = [None]
+        self.logc = [like.new_zeros(B)]
+        self.F = like.new_zeros((B, N, T + 1, Q, N, T + 1, Q)) if dense else None
+
+    def lo(self, t: int) -> int:
+        return 0 if self.D is None else max(0, t - self.D)
+
+    def _prev(self, t: int) -> torch.Tensor:
+        """Column t − 1 as (B, rows, Q, N, Q, N)."""
+        if self.F is None:
+            return self.cols[t - 1]
+        return self.F[:, :, :t - 1, :, :, t - 1, :].permute(0, 2, 3, 4, 5, 1)
+
+    def _pop(self, t: int, X: torch.Tensor, lo: int, plo: int) -> torch.Tensor | None:
+        """Eq. 2, pop term for rows lo..t−3: Σ_{k=i+1}^{t−2} Σ_u γ[i→k][q,x→u,y] X[k][u,y→r],
+        X (B, k = plo..t−2, U, Y, R), as (B, t−2−lo, Q, N, Q, N) [b, i, q, x, r, y]."""
+        B, Q, N = X.shape[0], self.Q, self.N
+        rows = t - 2 - lo
+        if rows <= 0:
+            return None
+        if self.F is not None:    # rows 0..t−3, columns 1..t−2, cut into row pieces [r0, r1)
+            Xs = X[:, 1 - plo:].permute(0, 3, 1, 2, 4).reshape(B * N, rows * Q, Q)
+            n = 1 if rows < 24 else 2 if rows < 48 else 4
+            cuts = [rows * j // n for j in range(n + 1)]
+            out = []
+            for r0, r1 in pairwise(cuts):     # piece rows i ≥ r0 read columns k > r0 only
+                blk = self.F[:, :, r0:r1, :, :, 1 + r0:t - 1, :]
+                st = blk.stride()
+                blk = blk.as_strided((B * N, (r1 - r0) * Q * N, (rows - r0) * Q),
+                                     (st[1], st[4], 1))
+                out.append(torch.bmm(blk, Xs[:, r0 * Q:]))
+            pt = torch.cat(out, 1) if n > 1 else out[0]
+            return pt.view(B, N, rows, Q, N, Q).permute(0, 2, 3, 4, 5, 1)
+        ks = range(lo + 1, t - 1)                  # γ[i→k] rows lo..k−1, padded to t−2−lo
+        Gk = torch.stack([_below(self.cols[k][:, lo - self.lo(k):], rows) for k in ks], 1)
+        return torch.einsum("bkiqxuy,bkuyr->biqxry", Gk, X[:, lo + 1 - plo:])
+
+    def step(self, lact: torch.Tensor) -> torch.Tensor:
+        """Apply the log actions (B, Q, N, Q, 2N+1) of the next step; return v[t]."""
+        N = self.N
+        t = len(self.v)
+        with torch.no_grad():
+            m = lact.amax(dim=(1, 2, 3, 4))
+            m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+        d = torch.exp(lact - m[:, None, None, None, None])
+        push, rep, pop = d[..., :N], d[..., N:2 * N], d[..., 2 * N]
+        lo = self.lo(t)
+        if t == 1:
+            C = push[:, None]                                              # Eq. 2, push
+        else:
+            prev = self._prev(t)                                           # rows lo(t−1)..t−2
+            plo = self.lo(t - 1)
+            repl = torch.einsum("biqxsz,bszry->biqxry", prev[:, lo - plo:], rep)  # Eq. 2, repl.
+            X = torch.einsum("bkuysz,bszr->bkuyr", prev, pop)             # γ[k→t−1]·Δ[t](pop)
+            popt = self._pop(t, X, lo, plo)                                # Eq. 2, pop
+            if popt is not None:
+                n = popt.shape[1]
+                repl = torch.cat([repl[:, :n] + popt, repl[:, n:]], 1)
+            C = torch.cat([repl, push[:, None]], 1)
+        with torch.no_grad():
+            s = C.amax(dim=(1, 2, 3, 4, 5))
+            s = torch.where(s > 0, s, torch.ones_like(s))
+        E = C / s[:, None, None, None, None, None]
+        if self.F is None:
+            self.cols.append(E)
+        else:
+            self.F[:, :, :t, :, :, t, :] = E.permute(0, 5, 1, 2, 3, 4)
+        self.logc.append(m + torch.log(s))
+        # Eq. 4 (from i = lo, i ≥ 0): α[t][r,y] = Σ_i Σ_{q,x} α[i][q,x] γ[i→t][q,x→r,y]
+        V = torch.stack(self.v[lo:t], 1)                                   # (B, I, Q, N)
+        with torch.no_grad():
+            w = V.amax(dim=(1, 2, 3))
+            w = torch.where(torch.isfinite(w), w, torch.zeros_like(w))
+        ev = torch.exp(V - w[:, None, None, None])
+        acc = torch.einsum("biqx,biqxry->bry", ev, E)
+        v = _safe_log(acc) + w[:, None, None]
+        self.v.append(v)
+        return v
+
+    def log_norm(self) -> torch.Tensor:
+        """log Σ α[t] for every t so far, (B, T+1)."""
+        P = torch.cumsum(torch.stack(self.logc, 1), 1)
+        return torch.logsumexp(torch.stack(self.v, 1).flatten(2), -1) + P
+
+
+def _reading(v: torch.Tensor, mode: str) -> torch.Tensor:
+    """Eq. 5 (mode "ns": tops) or §3.2 (mode "rns": (state, top) pairs) from log α (B, Q, N)."""
+    B = v.shape[0]
+    flat = v.reshape(B, -1)
+    alive = torch.isfinite(flat).any(-1, keepdim=True)
+    safe = torch.where(alive, flat, torch.zeros_like(flat))
+    r = torch.where(alive, torch.softmax(safe, -1), torch.zeros_like(flat)).view_as(v)
+    return r.sum(1) if mode == "ns" else r.reshape(B, -1)
+
+
+@dataclass(frozen=True)
+class DuSellChiangRun:
+    """Everything one forward pass computed: ``h`` (B, T+1, H), ``reading`` (B, T+1, R),
+    ``logits`` (B, T+1, O), ``log_actions`` (B, T, Q, N, Q, 2N+1) (W_ha h_t + b_ha, before
+    Eq. 1 or exp), ``log_norm`` (B, T+1) log Σ_{r,y} α[t][r, y]."""
+
+    h: torch.Tensor
+    reading: torch.Tensor
+    logits: torch.Tensor
+    log_actions: torch.Tensor
+    log_norm: torch.Tensor
+
+
+class DuSellChiangRNN(nn.Module):
+    """DuSell & Chiang (2021): an LSTM controller and the nondeterministic stack (module
+    docstring). ``variant``: "ns", "ns+s", "ns+u" or "rns" (§4); ``num_states`` |Q| and
+    ``num_stack`` |Γ| of the stack (symbol 0 is ⊥); ``window`` D (§5.1, None = unlimited);
+    ``start`` the index of q0. Parameters: ``cell`` (an `nn.LSTMCell` on [x_t; r_{t−1}]),
+    ``actions`` (W_ha, b_ha), ``out`` (W_hy, b_hy); random (PyTorch's) initialisation.
+
+    ``forward(ids (B, T), −1 padding)`` → (states (B, T+1, H + R), logits (B, T+1, O)) with
+    states[t] = [h_t; r_t] (R = |Γ| for NS/NS+U, |Q|·|Γ| for NS+S/RNS) and logits[t] = y_t.
+    `run` returns everything (`DuSellChiangRun`)."""
+
+    def __init__(self, num_symbols: int, num_states: int, num_stack: int, variant: str = "rns",
+                 hidden: int = 20, num_outputs: int = 1, window: int | None = None,
+                 start: int = 0):
+        super().__init__()
+        if variant not in VARIANTS:
+            raise InputError(f"variant must be one of {sorted(VARIANTS)}, got {variant!r}")
+        for name, val, least in (("num_symbols", num_symbols, 1), ("num_states", num_states, 1),
+                                 ("num_stack", num_stack, 2), ("hidden", hidden, 1),
+                                 ("num_outputs", num_outputs, 1)):
+            if isinstance(val, bool) or not isinstance(val, int) or val < least:
+                raise InputError(f"{name} must be an integer ≥ {least}, got {val!r}")
+        if window is not None and (isinstance(window, bool) or not isinstance(window, int)
+                                   or window < 1):
+            raise InputError(f"window must be a positive integer or None, got {window!r}")
+        if not (isinstance(start, int) and 0 <= start < num_states):
+            raise InputError(f"start state index {start!r} is outside 0..{num_states - 1}")
+        self.variant = variant
+        self.mode, self.normalize = VARIANTS[variant]
+        self.num_symbols, self.num_states, self.num_stack = num_symbols, num_states, num_stack
+        self.hidden, self.window, self.start = hidden, window, start
+        Q, N = num_states, num_stack
+        self.reading_size = Q * N if self.mode == "rns" else N
+        self.cell = nn.LSTMCell(num_symbols + self.reading_size, hidden)   # §2.1: LSTM([x; r])
+        self.actions = nn.Linear(hidden, Q * N * Q * (2 * N + 1))          # Eq. 1: W_ha, b_ha
+        self.out = nn.Linear(hidden, num_outputs)                          # §2.1: W_hy, b_hy
+
+    def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        r = self.run(ids)
+        return torch.cat([r.h, r.reading], -1), r.logits
+
+    def run(self, ids: Any) -> DuSellChiangRun:
+        W = self.actions.weight
+        ids = torch.as_tensor(ids)
+        if ids.dim() != 2:
+            raise InputError(f"ids must be (batch, time), got shape {tuple(ids.shape)}")
+        if ids.dtype.is_floating_point or ids.dtype == torch.bool:
+            raise InputError(f"ids must be integer symbol indices, got {ids.dtype}")
+        if ids.numel() and int(ids.max()) >= self.num_symbols:
+            raise InputError(f"symbol index {int(ids.max())} is outside 0..{self.num_symbols - 1}"
+                             " (−1 is padding)")
+        ids = ids.to(W.device)
+        B, T = ids.shape
+        Q, N, H, K = self.num_states, self.num_stack, self.hidden, self.num_symbols
+        Wi = self.cell.weight_ih
+        bias = self.cell.bias_ih + self.cell.bias_hh
+        # x_t one-hot (padding: zero): its part of the gates is a row of W_ih
+        xpart = torch.cat([Wi[:, :K].T, Wi.new_zeros(1, 4 * H)])[torch.where(ids < 0, K, ids)]
+        Wr, Whh = Wi[:, K:].T, self.cell.weight_hh.T
+        h = W.new_zeros(B, H)                                              # h_0 = c_0 = 0
+        c = W.new_zeros(B, H)
+        span = T + 1 if self.window is None else min(T, self.window) + 1
+        limits.check(f"the nondeterministic stack's chart for {B} strings of length {T}",
+                     B * (T + 1) * span * (Q * N) ** 2 * W.element_size(), "max_bytes",
+                     hint="run fewer strings at once (verify: a smaller batch_size) or a window")
+        stack = _StackRun(B, Q, N, self.start, self.window, W, T,
+                          dense=self.window is None and not torch.is_grad_enabled())
+        r = _reading(stack.v[0], self.mode)                                # r_0 (Eq. 3, 5)
+        hs, rs, ys, acts = [h], [r], [self.out(h)], []
+        for t in range(T):
+            gates = xpart[:, t] + bias + r @ Wr + h @ Whh
+            i, f, g, o = gates.chunk(4, 1)                                 # §2.1: LSTM
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(c)
+            lact = self.actions(h).view(B, Q, N, Q, 2 * N + 1)             # W_ha h_t + b_ha
+            if self.normalize:                                             # Eq. 1: softmax_{q,x}
+                lact = torch.log_softmax(lact.reshape(B, Q, N, -1), -1).view_as(lact)
+            v = stack.step(lact)                                           # Eqs. 2–4 (§3.1: exp)
+            r = _reading(v, self.mode)                                     # Eq. 5 / §3.2
+            hs.append(h)
+            rs.append(r)
+            ys.append(self.out(h))                                         # y_t = W_hy h_t + b_hy
+            acts.append(lact)
+        log_actions = (torch.stack(acts, 1) if acts
+                       else W.new_zeros(B, 0, Q, N, Q, 2 * N + 1))
+        return DuSellChiangRun(torch.stack(hs, 1), torch.stack(rs, 1), torch.stack(ys, 1),
+                               log_actions, stack.log_norm())
+
+
+# --- compile ------------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class NSController(Abstraction):
+    """`DuSellChiangRNN` compiled from a real-time machine (module docstring): hidden unit j is
+    the network move ``moves[j]`` = (q, a, n, r, v) (state, input, network top, next state,
+    stack operation index); ``variant`` the stack variant; ``machine_stack`` G (the network has
+    N = 2G + 2 stack symbols); ``window`` D (None: unlimited)."""
+
+    model: str = ""
+    variant: str = "rns"
+    moves: tuple = ()
+    machine_stack: int = 0
+    window: int | None = None
+
+
+@dataclass(frozen=True)
+class _Plan:
+    view: RealtimeTable
+    N: int
+    moves: tuple            # (q, a, n, r, v, accepts_after)
+
+
+def _net_symbol(G: int, code: int, marked: bool) -> int:
+    """Network symbol of machine code ``code`` (G = ⊥: ⊥̂), marked or not."""
+    if code == G:
+        return 2 * G + 1
+    return (G + 1 + code) if marked else (1 + code)
+
+
+def _plan(machine: Any, model: str) -> _Plan:
+    if isinstance(machine, PDA) and not isinstance(machine, DeterministicPushdown):
+        raise CompileError(f"{machine!r} is nondeterministic; {model} compiles deterministic "
+                           "machines with saturated heads. Compile it with "
+                           "pn.compile(machine, target='ns_rnn') (exact log-weights)")
+    if type(machine).__name__ == "WeightedPDA":
+        raise CompileError(f"{machine!r} is a weighted PDA; {model} compiles deterministic "
+                           "machines with saturated heads. Compile it with "
+                           "pn.compile(machine, target='ns_rnn') (exact log-weights)")
+    view = realtime_table(machine)
+    if view.kind != "stack":
+        raise CompileError(f"{machine!r} uses a {view.kind}; {model} has a stack. Compile it "
+                           "with target 'stack_rnn', method 'grefenstette'")
+    if view.output != "accept":
+        raise CompileError(f"{machine!r} is a transducer; {model} compiles recognisers (its "
+                           "readout is one acceptance logit). Compile it with model 'hao_lstm'")
+    G = view.G
+    N = 2 * G + 2
+    bot = 2 * G + 1
+    push, repl, pop = (lambda y: y), (lambda y: N + y), 2 * N
+    moves = []
+    for (q, a, x), (q2, _out, pe, ue, y) in sorted(view.trans.items()):
+        op = {(None, None): "noop", (None, "top"): "push", ("top", None): "pop",
+              ("top", "top"): "replace"}[(pe, ue)]
+        if x == G and op not in ("noop", "push"):
+            raise CompileError(f"{machine!r} moves {op} on ⊥; {model} keeps ⊥ at the bottom "
+                               "(noop or push on it only)")
+        if x == G:                                   # the machine's stack is empty
+            cases = [(bot, repl(_net_symbol(G, y, True)) if op == "push" else repl(bot))]
+            if q == view.q0:                         # step 1: on the paper's ⊥₀, push
+                cases.append((0, push(_net_symbol(G, y, True)) if op == "push" else push(bot)))
+        else:
+            n, nm = _net_symbol(G, x, False), _net_symbol(G, x, True)
+            if op == "noop":
+                cases = [(n, repl(n)), (nm, repl(nm))]
+            elif op == "push":
+                cases = [(n, push(_net_symbol(G, y, False))), (nm, push(_net_symbol(G, y, False)))]
+            elif op == "replace":
+                cases = [(n, repl(_net_symbol(G, y, False))), (nm, repl(_net_symbol(G, y, True)))]
+            else:
+                cases = [(n, pop), (nm, repl(bot))]
+        for n, v in cases:
+            if view.empty_stack:
+                empty = v in (repl(bot), push(bot))
+                acc = empty
+            else:
+                acc = bool(view.accepting[q2])
+            moves.append((q, a, n, q2, v, acc))
+    return _Plan(view, N, tuple(moves))
+
+
+def _accepts_empty(view: RealtimeTable) -> bool:
+    return True if view.empty_stack else bool(view.accepting[view.q0])
+
+
+def _weights(plan: _Plan, mode: str) -> tuple[dict, int]:
+    view, N, moves = plan.view, plan.N, plan.moves
+    Q, K = view.Q, view.K
+    H = max(1, len(moves))
+    R = Q * N if mode == "rns" else N
+    Fr = Fraction
+    W_ih = np.full((4 * H, K + R), Fr(0), dtype=object)
+    W_hh = np.full((4 * H, H), Fr(0), dtype=object)
+    bias = np.full(4 * H, Fr(0), dtype=object)
+    bias[:H] = Fr(-1)                                  # i: off unless a move's test holds
+    bias[H:2 * H] = Fr(-1)                             # f = σ(−β) = 0
+    bias[2 * H:3 * H] = Fr(1)                          # g = tanh(β) = 1
+    bias[3 * H:] = Fr(1)                               # o = σ(β) = 1
+    into: dict = {}
+    for j, (_q, _a, _n, q2, _v, _acc) in enumerate(moves):
+        into.setdefault(q2, []).append(j)
+    A = Q * N * Q * (2 * N + 1)
+    W_ha = np.zeros((A, H), dtype=np.int64)
+    acc_empty = _accepts_empty(view)
+    W_hy = np.zeros((1, H), dtype=np.int64)
+    for j, (q, a, n, q2, v, acc) in enumerate(moves):
+        W_ih[j, a] = Fr(1)                             # x_t[a]
+        if mode == "rns":                              # r_{t−1}[(q, n)] (§3.2 reading)
+            W_ih[j, K + q * N + n] = Fr(1)
+            bias[j] = Fr(-3, 2)
+        elif n == 0:                                   # ⊥₀ on top: t = 1, state q0
+            W_ih[j, K] = Fr(1)
+            bias[j] = Fr(-3, 2)
+        else:                                          # r_{t−1}[n] and the state kept in h
+            W_ih[j, K + n] = Fr(1)
+            for i in into.get(q, ()):
+                W_hh[j, i] = Fr(1)
+            bias[j] = Fr(-19, 8)
+        W_ha[((q * N + n) * Q + q2) * (2 * N + 1) + v, j] = 1      # the move's action entry
+        W_hy[0, j] = (0 if acc else -1) if acc_empty else (1 if acc else 0)
+    w: dict[str, Any] = {
+        "cell.weight_ih": ExactWeight.of(W_ih), "cell.weight_hh": ExactWeight.of(W_hh),
+        "cell.bias_ih": ExactWeight.of(bias),
+        "cell.bias_hh": ExactWeight.of(np.zeros(4 * H, dtype=np.int64)),
+        "actions.weight": ExactWeight.of(W_ha),
+        "actions.bias": ExactWeight.of(np.full(A, -MARGIN, dtype=object)),
+        "out.weight": ExactWeight.of(W_hy),
+        "out.bias": ExactWeight.of(np.array([MARGIN if acc_empty else -MARGIN], dtype=object))}
+    return w, H
+
+
+def _decoder(plan: _Plan, mode: str, H: int):
+    view, N = plan.view, plan.N
+    Q, G = view.Q, view.G
+    code = np.full(N, -1, dtype=np.int64)
+    code[0] = code[2 * G + 1] = G
+    code[1:G + 1] = code[G + 1:2 * G + 1] = np.arange(G)
+    targets = np.array([m[3] for m in plan.moves] + [-1] * (H - len(plan.moves)), dtype=np.int64)
+    half = float(np.tanh(1.0)) / 2
+
+    def decode(states: np.ndarray) -> dict[str, np.ndarray]:
+        s = np.asarray(states, dtype=np.float64)
+        h, r = s[..., :H], s[..., H:]
+        if mode == "rns":
+            flat = r.reshape(s.shape[:2] + (Q * N,))
+            best = flat.argmax(-1)
+            alive = flat.max(-1) > 0.5
+            state = np.where(alive, best // N, -1)
+            n = best % N
+        else:
+            n = r.argmax(-1)
+            alive = r.max(-1) > 0.5
+            unit = h.argmax(-1)
+            state = np.where(h.max(-1) > half, targets[unit], -1)
+            state[:, 0] = np.where(alive[:, 0], view.q0, -1)
+            state = np.where(alive, state, -1)
+        out = {"state": state}
+        if view.fields == "pushdown":
+            out["top"] = np.where(alive & (state >= 0), code[n], -1)
+        return out
+
+    return decode
+
+
+def requires(machine: Any, model: str) -> PdanetError | None:
+    """Why ``machine`` cannot compile to DuSell & Chiang model ``model`` (None: it can)."""
+    try:
+        _plan(machine, model)
+    except PdanetError as exc:
+        return exc
+    return None
+
+
+def requires_dusell_chiang_ns(machine: Any) -> PdanetError | None:
+    """Why ``machine`` cannot compile to model ``dusell_chiang_ns`` (None: it can)."""
+    return requires(machine, "dusell_chiang_ns")
+
+
+def requires_dusell_chiang_ns_s(machine: Any) -> PdanetError | None:
+    """Why ``machine`` cannot compile to model ``dusell_chiang_ns_s`` (None: it can)."""
+    return requires(machine, "dusell_chiang_ns_s")
+
+
+def requires_dusell_chiang_ns_u(machine: Any) -> PdanetError | None:
+    """Why ``machine`` cannot compile to model ``dusell_chiang_ns_u`` (None: it can)."""
+    return requires(machine, "dusell_chiang_ns_u")
+
+
+def requires_dusell_chiang_rns(machine: Any) -> PdanetError | None:
+    """Why ``machine`` cannot compile to model ``dusell_chiang_rns`` (None: it can)."""
+    return requires(machine, "dusell_chiang_rns")
+
+
+def _compile(machine: Any, suffix: str, dtype: Any, window: Any, options: dict
+             ) -> CompiledNetwork:
+    model = f"dusell_chiang_{suffix}"
+    if options:
+        raise InputError(f"compile_{model} takes dtype and window, not {sorted(options)}")
+    if window is not None and (isinstance(window, bool) or not isinstance(window, int)
+                               or window < 1):
+        raise InputError(f"window must be a positive integer or None, got {window!r}")
+    dtype = as_dtype(dtype)
+    variant = MODEL_VARIANTS[suffix]
+    mode = VARIANTS[variant][0]
+    plan = _plan(machine, model)
+    view, N = plan.view, plan.N
+    Q, K = view.Q, view.K
+    H = max(1, len(plan.moves))
+    R = Q * N if mode == "rns" else N
+    A = Q * N * Q * (2 * N + 1)
+    params = 4 * H * (K + R + H + 2) + (A + 1) * (H + 1)
+    what = f"compiling {machine!r} to {model} ({H:,} hidden units)"
+    limits.check(what, H, "max_units", hint="use a smaller machine")
+    limits.check(f"{what}, {params:,} parameters", 32 * params, "max_bytes",
+                 hint="use a smaller machine")
+    weights, H = _weights(plan, mode)
+    module = DuSellChiangRNN(K, Q, N, variant, H, 1, window, view.q0)
+    module = load_exact(module, weights, BETA, dtype)
+    moves = tuple(m[:5] for m in plan.moves)
+    labels = tuple(f"({q},{a},{n})→({r},{v})" for q, a, n, r, v in moves) or ("idle",)
+    Qs, Ks, Gs = sp.symbols("Q K G")
+    exact_for = ("every string" if window is None else
+                 f"strings on which every network stack top was pushed at most D = {window} steps "
+                 f"earlier, e.g. every string of length ≤ {window}")
+    info = {"model": model, "variant": variant, "controller": "lstm", "memory": "ns",
+            "hidden_units": H, "parameters": sum(p.numel() for p in module.parameters()),
+            "num_states": Q, "num_inputs": K, "num_store_symbols": view.G,
+            "network_stack_symbols": N, "reading": "(state, top)" if mode == "rns" else "top",
+            "window": window, "exact_for": exact_for,
+            "state": ("read from the stack reading (§3.2)" if mode == "rns" else
+                      "kept by the controller: the top-only reading (Eq. 5) does not show it"),
+            "bottom": "paper: lowest machine symbol marked (N = 2G + 2 network symbols)"}
+    return CompiledNetwork(
+        machine=machine, module=module, target="ns_rnn", method=model, hidden_units=H,
+        bound=Qs * Ks * 2 * (Gs + 1) + 1, params={"Q": Q, "K": K, "G": view.G},
+        weights=weights, scale=sp.Integer(BETA), decoder=_decoder(plan, mode, H),
+        reader=lambda logits: np.asarray(logits)[..., 0] > 0,
+        margin=sp.Rational(MARGIN.numerator, MARGIN.denominator), steps_per_symbol=1,
+        scale_argument=("gates and heads are ±3/8 or beyond (active unit h = tanh 1); β = "
+                        f"{BETA} makes σ, tanh exactly 0/1 and every action but the machine's "
+                        "move exactly 0 after Eq. 1 / exp in float32 and float64; one unit per "
+                        "network move (q, a, n), at most Q·K·2(G+1); "
+                        + info["state"]),
+        abstraction=NSController(labels=labels, model=model, variant=variant, moves=moves,
+                                 machine_stack=view.G, window=window),
+        info=info)
+
+
+def compile_dusell_chiang_ns(machine: Any, dtype: torch.dtype = torch.float32,
+                             window: int | None = None, **options: Any) -> CompiledNetwork:
+    """A real-time DPDA or DFA recogniser in DuSell & Chiang's NS-RNN (normalised actions,
+    top-only reading; the controller keeps the state). See the module docstring."""
+    return _compile(machine, "ns", dtype, window, options)
+
+
+def compile_dusell_chiang_ns_s(machine: Any, dtype: torch.dtype = torch.float32,
+                               window: int | None = None, **options: Any) -> CompiledNetwork:
+    """NS+S: normalised actions, (state, top) reading. See the module docstring."""
+    return _compile(machine, "ns_s", dtype, window, options)
+
+
+def compile_dusell_chiang_ns_u(machine: Any, dtype: torch.dtype = torch.float32,
+                               window: int | None = None, **options: Any) -> CompiledNetwork:
+    """NS+U: unnormalised actions, top-only reading (the controller keeps the state)."""
+    return _compile(machine, "ns_u", dtype, window, options)
+
+
+def compile_dusell_chiang_rns(machine: Any, dtype: torch.dtype = torch.float32,
+                              window: int | None = None, **options: Any) -> CompiledNetwork:
+    """RNS-RNN (NS+S+U): unnormalised actions, (state, top) reading. See the module docstring."""
+    return _compile(machine, "rns", dtype, window, options)
+
+
+def _example():
+    from pdanet.automata.alphabet import BOTTOM
+    from pdanet.automata.pda import DPDA
+    # marked reversal {w#w^R} (§4): push each symbol (the first one marked), on # go to "pop"
+    # ("done" for w = ε), pop matching symbols; popping the marked one ends in "done"
+    t = {}
+    for a in ("0", "1"):
+        t[("push", a, BOTTOM)] = ("push", (a + "'", BOTTOM))
+        for x in ("0", "1", "0'", "1'"):
+            t[("push", a, x)] = ("push", (a, x))
+        t[("pop", a, a)] = ("pop", ())
+        t[("pop", a, a + "'")] = ("done", ())
+    t[("push", "#", BOTTOM)] = ("done", (BOTTOM,))
+    for x in ("0", "1", "0'", "1'"):
+        t[("push", "#", x)] = ("pop", (x,))
+    return DPDA(["push", "pop", "done"], ["0", "1", "#"], ["0", "1", "0'", "1'"], t, "push",
+                accepting={"done"}, name="marked_reversal_dpda")
+
+
+EXAMPLE_DUSELL_CHIANG_RNS = _example()
+EXAMPLE_DUSELL_CHIANG_NS = EXAMPLE_DUSELL_CHIANG_NS_S = EXAMPLE_DUSELL_CHIANG_NS_U = \
+    EXAMPLE_DUSELL_CHIANG_RNS
+
+__all__ = ["BETA", "EXAMPLE_DUSELL_CHIANG_NS", "EXAMPLE_DUSELL_CHIANG_NS_S",
+           "EXAMPLE_DUSELL_CHIANG_NS_U", "EXAMPLE_DUSELL_CHIANG_RNS", "MODEL_VARIANTS",
+           "DuSellChiangRNN", "DuSellChiangRun", "NSController", "compile_dusell_chiang_ns",
+           "compile_dusell_chiang_ns_s", "compile_dusell_chiang_ns_u", "compile_dusell_chiang_rns",
+           "requires_dusell_chiang_ns", "requires_dusell_chiang_ns_s",
+           "requires_dusell_chiang_ns_u", "requires_dusell_chiang_rns"]

@@ -1,0 +1,269 @@
+"""DuSell & Chiang's LSTM + nondeterministic stack (`pdanet.models.dusell_chiang`): the module
+against a literal reimplementation of its equations, the compiled networks against the machine."""
+
+import numpy as np
+import pytest
+import strategies
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pdanet as pn
+from pdanet.automata.alphabet import BOTTOM
+from pdanet.automata.dfa import DFA
+from pdanet.automata.pda import DPDA, PDA
+from pdanet.automata.pdt import DPDT
+from pdanet.automata.weighted import WeightedPDA
+from pdanet.constructions.stacks.reference_ns import reference_ns
+from pdanet.errors import CompileError, InputError
+from pdanet.models import dusell_chiang as dc
+
+COMPILERS = {"ns": dc.compile_dusell_chiang_ns, "ns_s": dc.compile_dusell_chiang_ns_s,
+             "ns_u": dc.compile_dusell_chiang_ns_u, "rns": dc.compile_dusell_chiang_rns}
+VARIANTS = ("ns", "ns+s", "ns+u", "rns")
+FAST = {"samples": 5, "long_samples": 0}
+
+
+# --- the module against its equations ---------------------------------------------------------
+def literal(module: dc.DuSellChiangRNN, ids: torch.Tensor):
+    """The model's equations written out: an LSTM cell by its gate formulas, Eq. 1 (or exp)
+    and Eqs. 2–5 by `reference_ns` (cell by cell) on the actions so far, at every step."""
+    B, T = ids.shape
+    K, H = module.num_symbols, module.hidden
+    mode, norm = {"ns": ("ns", True), "ns+s": ("rns", True), "ns+u": ("ns", False),
+                  "rns": ("rns", False)}[module.variant]
+    Q, N = module.num_states, module.num_stack
+    cell = module.cell
+    h = torch.zeros(B, H, dtype=torch.float64)
+    c = torch.zeros(B, H, dtype=torch.float64)
+    r = torch.zeros(B, Q, N, dtype=torch.float64)
+    r[:, module.start, 0] = 1
+    r = r.sum(1) if mode == "ns" else r.reshape(B, -1)
+    hs, rs, ys, acts = [h], [r], [module.out.weight @ h.T + module.out.bias[:, None]], []
+    for t in range(T):
+        x = torch.zeros(B, K, dtype=torch.float64)
+        for b in range(B):
+            if ids[b, t] >= 0:
+                x[b, ids[b, t]] = 1
+        z = torch.cat([x, r], 1) @ cell.weight_ih.T + cell.bias_ih + h @ cell.weight_hh.T \
+            + cell.bias_hh
+        i, f, g, o = (z[:, k * H:(k + 1) * H] for k in range(4))
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        h = torch.sigmoid(o) * torch.tanh(c)
+        acts.append((h @ module.actions.weight.T + module.actions.bias)
+                    .view(B, Q, N, Q, 2 * N + 1))
+        ref = reference_ns(torch.stack(acts, 1), start=module.start, window=module.window,
+                           mode=mode, normalize=norm)
+        r = ref["reading"][:, -1].reshape(B, -1)
+        hs.append(h)
+        rs.append(r)
+        ys.append(module.out.weight @ h.T + module.out.bias[:, None])
+    return (torch.stack(hs, 1), torch.stack(rs, 1), torch.stack([y.T for y in ys], 1),
+            ref["log_norm"] if T else None)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("window", [None, 2])
+def test_module_equals_literal_equations(variant, window):
+    torch.manual_seed(hash((variant, window)) % 1000)
+    m = dc.DuSellChiangRNN(3, 2, 3, variant, hidden=4, num_outputs=2, window=window).double()
+    with torch.no_grad():
+        for p in m.parameters():
+            p.mul_(3)                                  # actions far from uniform
+    ids = torch.tensor([[0, 2, 1, 0], [1, 2, 0, -1]])
+    run = m.run(ids)
+    h, r, y, log_norm = literal(m, ids)
+    for got, exp in ((run.h, h), (run.reading, r), (run.logits, y)):
+        assert torch.allclose(got, exp, rtol=1e-9, atol=1e-12)
+    assert torch.allclose(run.log_norm, log_norm, rtol=1e-9, atol=1e-9)
+    wr, wy = torch.randn_like(r), torch.randn_like(y)
+    params = list(m.parameters())
+    g1 = torch.autograd.grad((run.reading * wr).sum() + (run.logits * wy).sum(), params)
+    g2 = torch.autograd.grad((r * wr).sum() + (y * wy).sum(), params)
+    for a, b in zip(g1, g2):
+        assert torch.allclose(a, b, rtol=1e-7, atol=1e-10)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_inference_chart_equals_autograd_path(variant):
+    """Without autograd the stack runs in one in-place chart; same numbers as the list path."""
+    torch.manual_seed(3)
+    m = dc.DuSellChiangRNN(3, 2, 3, variant, hidden=5, num_outputs=2).double()
+    with torch.no_grad():
+        for p in m.parameters():
+            p.mul_(3)
+    ids = torch.randint(-1, 3, (4, 9))
+    if variant == "rns":                      # long enough for the chart's row pieces
+        m = dc.DuSellChiangRNN(2, 1, 2, variant, hidden=3, num_outputs=1).double()
+        ids = torch.randint(0, 2, (2, 52))
+    a = m.run(ids)
+    with torch.no_grad():
+        b = m.run(ids)
+    for x, y in ((a.reading, b.reading), (a.logits, b.logits), (a.log_norm, b.log_norm)):
+        assert torch.allclose(x, y, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_random_initialisation_is_finite_and_trainable(variant):
+    torch.manual_seed(1)
+    m = dc.DuSellChiangRNN(4, 2, 3, variant, hidden=20, num_outputs=5)
+    ids = torch.randint(0, 4, (3, 12))
+    states, logits = m(ids)
+    assert states.shape == (3, 13, 20 + m.reading_size) and logits.shape == (3, 13, 5)
+    assert torch.isfinite(states).all() and torch.isfinite(logits).all()
+    reading = states[..., 20:]
+    assert torch.allclose(reading.sum(-1), torch.ones(3, 13))      # a distribution (Eq. 5)
+    loss = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, 5), ids.reshape(-1))
+    loss.backward()
+    grads = [p.grad for p in m.parameters()]
+    assert all(g is not None and torch.isfinite(g).all() for g in grads)
+    assert any(g.abs().sum() > 0 for g in (m.cell.weight_ih.grad, m.actions.weight.grad))
+    assert m.actions.weight.grad.abs().sum() > 0                   # the stack passes gradient
+
+
+def test_module_bad_input():
+    with pytest.raises(InputError, match="variant"):
+        dc.DuSellChiangRNN(2, 1, 2, "nss")
+    with pytest.raises(InputError, match="num_stack"):
+        dc.DuSellChiangRNN(2, 1, 1)
+    with pytest.raises(InputError, match="window"):
+        dc.DuSellChiangRNN(2, 1, 2, window=0)
+    with pytest.raises(InputError, match="start"):
+        dc.DuSellChiangRNN(2, 1, 2, start=1)
+    m = dc.DuSellChiangRNN(2, 1, 2)
+    with pytest.raises(InputError, match="batch, time"):
+        m(torch.tensor([0, 1]))
+    with pytest.raises(InputError, match="outside"):
+        m(torch.tensor([[0, 2]]))
+    with pytest.raises(InputError, match="integer"):
+        m(torch.tensor([[0.0]]))
+
+
+# --- compiled networks --------------------------------------------------------------------------
+@settings(max_examples=30, deadline=None)
+@given(machine=strategies.realtime_dpda(max_states=3), variant=st.sampled_from(sorted(COMPILERS)))
+def test_random_dpda_verifies(machine, variant):
+    net = COMPILERS[variant](machine)
+    report = pn.verify(machine, net, max_length=5, **FAST)
+    assert report.ok, report
+    assert set(report.fields) >= {"state", "top", "output"}
+
+
+@settings(max_examples=10, deadline=None)
+@given(machine=strategies.realtime_dpda(max_states=3), variant=st.sampled_from(sorted(COMPILERS)))
+def test_compiled_readings_are_exactly_one_hot(machine, variant):
+    """Every action but the machine's move underflows to exactly 0 in float32: one run, a
+    one-hot reading, the move's weight exactly 1 (after Eq. 1) on live prefixes."""
+    net = COMPILERS[variant](machine)
+    K = len(machine.alphabet)
+    rng = np.random.default_rng(0)
+    ids = torch.as_tensor(rng.integers(0, K, (20, 6)))
+    trace = machine.run_batch(ids.numpy(), np.full(20, 6))
+    run = net.module.run(ids)
+    live = trace.fields["state"] >= 0
+    rd = run.reading.detach().numpy()
+    assert np.all((rd[live] == 0) | (rd[live] == 1))
+    assert np.all(rd[live].sum(-1) == 1)
+
+
+@pytest.mark.parametrize("variant", sorted(COMPILERS))
+@pytest.mark.parametrize("task", ["dyck2", "marked_reversal"])
+def test_paper_tasks_verify(variant, task):
+    machine = pn.tasks.get(task)
+    net = COMPILERS[variant](machine)
+    report = pn.verify(machine, net, max_length=5, samples=5, long_samples=1, long_length=30)
+    assert report.ok, report
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_example_and_dfa(dtype):
+    for variant, f in COMPILERS.items():
+        assert getattr(dc, f"requires_dusell_chiang_{variant}")(dc.EXAMPLE_DUSELL_CHIANG_RNS) is None
+        net = f(dc.EXAMPLE_DUSELL_CHIANG_RNS, dtype=dtype)
+        assert net.dtype == dtype
+        assert pn.verify(dc.EXAMPLE_DUSELL_CHIANG_RNS, net, max_length=5, **FAST).ok
+    parity = DFA(states=[0, 1], alphabet="ab", transitions={(0, "a"): 1, (1, "a"): 0,
+                                                            (0, "b"): 0, (1, "b"): 1},
+                 start=0, accepting={0})
+    for f in COMPILERS.values():
+        assert pn.verify(parity, f(parity, dtype=dtype), max_length=6, **FAST).ok
+
+
+def test_verify_catches_a_wrong_network():
+    machine = dc.EXAMPLE_DUSELL_CHIANG_RNS
+    net = dc.compile_dusell_chiang_rns(machine)
+    with torch.no_grad():
+        net.module.out.bias.neg_()                     # the verdict of the empty string flips
+    assert not pn.verify(machine, net, max_length=3, **FAST).ok
+    net = dc.compile_dusell_chiang_ns(machine)
+    with torch.no_grad():
+        w = net.module.actions.weight
+        w.copy_(w[torch.randperm(w.shape[0], generator=torch.Generator().manual_seed(0))])
+    assert not pn.verify(machine, net, max_length=4, **FAST).ok
+
+
+@pytest.mark.parametrize("variant", sorted(COMPILERS))
+def test_window(variant):
+    machine = dc.EXAMPLE_DUSELL_CHIANG_RNS
+    net = COMPILERS[variant](machine, window=4)
+    assert net.module.window == 4 and "4" in net.info["exact_for"]
+    assert pn.verify(machine, net, max_length=4, samples=0, long_samples=0).ok   # to length D
+    full = COMPILERS[variant](machine)
+    ids = torch.tensor([[0, 1, 0, 2, 0, 1, 0]])                    # 010#010: the first push
+    a, b = net.module.run(ids), full.module.run(ids)                # is older than D at the end
+    assert torch.equal(a.reading[:, :5], b.reading[:, :5])
+    assert not torch.equal(a.reading[:, -1], b.reading[:, -1])
+
+
+def test_units_and_bound():
+    for task in ("dyck2", "marked_reversal"):
+        machine = pn.tasks.get(task)
+        for f in COMPILERS.values():
+            net = f(machine)
+            assert net.hidden_units <= net.bound_value
+            n = net.info["network_stack_symbols"]
+            assert net.module.num_stack == n == 2 * len(machine.stack_alphabet) + 2
+            assert net.info["parameters"] == sum(p.numel() for p in net.module.parameters())
+
+
+def test_refusals():
+    nd = PDA([0], "a", ["A"], {(0, "a", BOTTOM): [(0, ("A", BOTTOM)), (0, (BOTTOM,))]}, 0,
+             accepting={0})
+    for f in COMPILERS.values():
+        with pytest.raises(CompileError, match="ns_rnn"):
+            f(nd)
+        with pytest.raises(CompileError, match="ns_rnn"):
+            f(WeightedPDA.from_pda(nd))
+    assert isinstance(dc.requires_dusell_chiang_rns(nd), CompileError)
+    pdt = DPDT([0], ["0", "1"], ["0", "1"], ["0"], {(0, "0", BOTTOM): (0, "1", (BOTTOM,))}, 0)
+    with pytest.raises(CompileError, match="hao_lstm"):
+        dc.compile_dusell_chiang_ns(pdt)
+    eps = DPDA([0, 1], "a", ["A"], {(0, "a", BOTTOM): (1, ("A", BOTTOM)),
+                                   (1, pn.EPSILON, "A"): (0, ())}, 0, accepting={0})
+    with pytest.raises(CompileError, match="ε"):
+        dc.compile_dusell_chiang_rns(eps)
+    m = dc.EXAMPLE_DUSELL_CHIANG_RNS
+    with pytest.raises(InputError, match="window"):
+        dc.compile_dusell_chiang_rns(m, window=0)
+    with pytest.raises(InputError, match="window"):
+        dc.compile_dusell_chiang_rns(m, window=True)
+    with pytest.raises(InputError, match="neg"):
+        dc.compile_dusell_chiang_ns(m, neg=5)
+
+
+@pytest.mark.parametrize("variant", sorted(COMPILERS))
+def test_compiled_network_is_a_trainable_instance(variant):
+    net = COMPILERS[variant](dc.EXAMPLE_DUSELL_CHIANG_RNS)
+    assert type(net.module) is dc.DuSellChiangRNN
+    assert net.module.variant == dc.MODEL_VARIANTS[variant]
+    run = net.module.run(torch.tensor([[0, 1, 2, 1, 0], [1, 2, 1, -1, -1]]))
+    (run.logits.sum() + run.reading.sum()).backward()
+    assert all(p.grad is not None and torch.isfinite(p.grad).all()
+               for p in net.module.parameters())
+
+
+def test_chart_memory_is_checked():
+    m = dc.DuSellChiangRNN(2, 2, 4)
+    with pn.limits.raised(max_bytes=10**6), torch.no_grad(), \
+            pytest.raises(pn.errors.ResourceError, match="batch_size"):
+        m(torch.zeros(4, 100, dtype=torch.long))
