@@ -985,6 +985,142 @@ def _bounds(args: argparse.Namespace, out: TextIO) -> int:
 
 
 # --------------------------------------------------------------------------------------------
+# the source papers' experiments (pdanet.experiments; torch is imported inside the handlers)
+# --------------------------------------------------------------------------------------------
+EXPERIMENT_INITS = ("random", "compiled", "compiled+noise")
+
+
+def _experiment_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--small", action="store_true",
+                   help="the protocol's small size (minutes on 2 CPU cores); default: the "
+                        "paper's size")
+    p.add_argument("--noise", type=real(0.0), default=None, metavar="R",
+                   help="for --init compiled+noise: noise as a fraction of the certified "
+                        "weight tolerance (default 0.1)")
+    p.add_argument("--out", default="experiments", metavar="DIR",
+                   help="folder for the JSON record(s) and plots (default: experiments)")
+    _progress_flag(p)
+    add_json_flag(p)
+
+
+def _experiment_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paper", help="grefenstette2015, hao2018, suzgun2019, dusell2021, hewitt2020")
+    p.add_argument("task", nargs="?", default=None,
+                   help="the paper's task (default: the paper's protocol task)")
+    p.add_argument("--model", default=None, help="model name (default: the protocol's)")
+    p.add_argument("--init", choices=EXPERIMENT_INITS, default="random")
+    p.add_argument("--seed", type=integer(0), default=0)
+    p.add_argument("--device", default=None,
+                   help="torch device to train on, e.g. cuda (default: the CPU)")
+    _experiment_common(p)
+
+
+def _experiment_noise(init: str, noise: float | None) -> float:
+    if init == "compiled+noise":
+        return 0.1 if noise is None else noise
+    if noise is not None:
+        raise InputError("--noise applies to --init compiled+noise only")
+    return 0.0
+
+
+@command("experiment", "run a source paper's protocol with a model and an initialisation; "
+                       "writes a JSON record and plots",
+         "pdanet experiment suzgun2019 dyck2 --init compiled --small --seed 1 --out runs",
+         _experiment_args)
+def _experiment(args: argparse.Namespace, out: TextIO) -> int:
+    from pdanet.experiments import run_experiment
+
+    noise = _experiment_noise(args.init, args.noise)
+    rec = run_experiment(args.paper, args.task, args.model, args.init, noise, args.seed,
+                         "small" if args.small else "paper", args.out, _progress(args),
+                         device=args.device)
+    path = str(Path(args.out) / f"{rec['id']}.json")
+    if args.json:
+        print_json({"record": path, "final": rec["final"], "wall_time_s": rec["wall_time_s"]},
+                   out)
+        return EXIT_OK
+    f, c = rec["final"], rec["config"]
+    print(f"{rec['id']}: {c['metric']} valid {f['valid']:.3f}, test {f['test']:.3f} "
+          f"(before training {f['test_before']:.3f}); examples to 0.99 (valid): "
+          f"{f['examples_to_valid_0.99']}; {rec['wall_time_s']:.1f} s", file=out)
+    print(f"wrote {path} and {', '.join(rec['plots'].values())}", file=out)
+    return EXIT_OK
+
+
+def _sweep_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--paper", nargs="+", required=True,
+                   help="papers (or `all`: every paper with a protocol)")
+    p.add_argument("--task", nargs="+", default=None, help="tasks (default: each paper's)")
+    p.add_argument("--model", nargs="+", default=None, help="models (default: the protocol's)")
+    p.add_argument("--init", nargs="+", choices=EXPERIMENT_INITS,
+                   default=["random", "compiled"])
+    p.add_argument("--seeds", nargs="+", type=integer(0), default=[0, 1, 2])
+    p.add_argument("--backend", choices=("local", "ray"), default="local",
+                   help="local process pool (default) or Ray")
+    p.add_argument("--workers", type=integer(1), default=1,
+                   help="processes (local) or CPUs of a local Ray instance (default 1)")
+    p.add_argument("--address", default=None,
+                   help="a Ray cluster's address (with --backend ray; default: a local one)")
+    _experiment_common(p)
+
+
+@command("sweep", "run a grid of experiments (papers × tasks × models × inits × seeds) as "
+                  "independent, resumable jobs",
+         "pdanet sweep --paper hao2018 suzgun2019 --small --seeds 0 1 2 --out docs/experiments",
+         _sweep_args)
+def _sweep(args: argparse.Namespace, out: TextIO) -> int:
+    from pdanet.experiments import jobs, sweep
+    from pdanet.experiments.sweep import pending
+
+    noise = 0.1 if args.noise is None else args.noise
+    if args.noise is not None and "compiled+noise" not in args.init:
+        raise InputError("--noise applies to --init compiled+noise only")
+    grid = jobs(None if "all" in args.paper else args.paper, args.task, args.model, args.init,
+                args.seeds,
+                "small" if args.small else "paper", noise)
+    todo = len(pending(grid, args.out))
+    records = sweep(grid, args.out, args.backend, args.workers, args.address, _progress(args))
+    if args.json:
+        print_json({"jobs": len(grid), "ran": todo, "skipped": len(grid) - todo,
+                    "records": [r["id"] for r in records]}, out)
+        return EXIT_OK
+    for r in records:
+        f = r["final"]
+        print(f"{r['id']}: valid {f['valid']:.3f} test {f['test']:.3f} "
+              f"({r['wall_time_s']:.1f} s)", file=out)
+    print(f"{len(grid)} jobs: {todo} ran, {len(grid) - todo} already done; records in "
+          f"{args.out}", file=out)
+    return EXIT_OK
+
+
+def _results_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("records", metavar="DIR", help="folder of experiment records")
+    p.add_argument("--output", default="docs/experiments.md", metavar="FILE",
+                   help="markdown file to write (default: docs/experiments.md)")
+    p.add_argument("--preamble", default=None, metavar="FILE",
+                   help="markdown inserted before the tables (e.g. the written findings)")
+    add_json_flag(p)
+
+
+@command("results", "the results table (markdown) of a folder of experiment records",
+         "pdanet results docs/experiments --output docs/experiments.md "
+         "--preamble docs/experiments/findings.md", _results_args)
+def _results(args: argparse.Namespace, out: TextIO) -> int:
+    path = output_path(args.output, "--output", (".md",))
+    preamble = Path(args.preamble).read_text() if args.preamble else ""
+    from pdanet.experiments.report import write_report
+
+    cmd = (f"pdanet results {args.records} --output {args.output}"
+           + (f" --preamble {args.preamble}" if args.preamble else ""))
+    write_report(args.records, path, preamble, cmd)
+    if args.json:
+        print_json({"wrote": str(path)}, out)
+    else:
+        print(f"wrote {path}", file=out)
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------------------------
 # entry point: one error path
 # --------------------------------------------------------------------------------------------
 def _version() -> str:

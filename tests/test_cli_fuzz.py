@@ -194,7 +194,7 @@ def check(argv: list[str]) -> None:
 SETTINGS = {"deadline": None,
             "suppress_health_check": [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]}
 FAST = {"tasks": 30, "run": 150, "draw": 100, "compile": 100, "verify": 80, "certify": 80,
-        "bounds": 60}
+        "bounds": 60, "experiment": 30, "sweep": 30, "results": 30}
 
 
 @pytest.mark.parametrize("name", sorted(FAST))
