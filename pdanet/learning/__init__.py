@@ -17,6 +17,7 @@ from pdanet.learning.init import (
     stack_learner,
     weight_tolerance,
 )
+from pdanet.learning.paper_init import paper_learner
 from pdanet.learning.train import evaluate, fit, format_rows, init_experiment, masked_loss
 from pdanet.learning.trained import as_network
 
@@ -35,6 +36,7 @@ __all__ = [
     "masked_loss",
     "metrics",
     "pair_dataset",
+    "paper_learner",
     "stack_learner",
     "train_test_split_by_length",
     "weight_tolerance",

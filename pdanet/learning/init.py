@@ -38,6 +38,12 @@ cross-entropy is far from zero there and Adam moves the readout even at the comp
 ``readout_scale=γ`` multiplies the copied ``out_h``/``out_r`` by γ (the same outputs; with γ = β
 the loss is ≈ 0 and fine-tuning keeps the network exact).
 
+The source papers' own models (``pn.compile(machine, target=…, model=NAME)``, every NAME of
+`pdanet.constructions.table.MODELS`) are copied into a module of the same class and sizes
+(`paper_learner(net)` builds a fresh one; another class, other parameter shapes or another
+symbol-code table: CompileError), every weight as compiled plus U(−ρδ*, ρδ*) for ``noise=ρ``
+except the initial state; their δ* is `pdanet.learning.paper_init`'s bounded-length proof.
+
 Weight-noise tolerance (`weight_tolerance`). δ* is the largest δ for which a proof covers every
 network obtained by changing each weight of the compiled network by at most δ (absolutely):
 
@@ -85,6 +91,12 @@ from pdanet.constructions.modules import (
     unkeyed,
 )
 from pdanet.errors import CertificationError, CompileError, InputError
+from pdanet.learning.paper_init import (
+    initialize_paper,
+    is_paper_network,
+    paper_learner,
+    paper_tolerance,
+)
 from pdanet.verify import intervals as iv
 from pdanet.verify.certify.box import _U64 as U64
 from pdanet.verify.certify.box import Boxes, _Pass
@@ -196,7 +208,11 @@ def initialize(model: nn.Module, net: CompiledNetwork, noise: float = 0.0, scale
     if isinstance(readout_scale, bool) or not (isinstance(readout_scale, (int, float))
                                                and 0 < readout_scale < math.inf):
         raise InputError(f"readout_scale must be a finite number > 0, got {readout_scale!r}")
-    if isinstance(getattr(net, "module", None), StackRNN):
+    if is_paper_network(net):
+        if scale is not None or peak_noise or readout_scale != 1:
+            raise InputError("a paper model is copied as compiled: scale, peak_noise and "
+                             "readout_scale do not apply (give noise=ρ, relative to δ*)")
+        return initialize_paper(model, net, noise, seed, tolerance)
         return _initialize_stack(model, net, noise, scale, seed, extra_std, isolate, peak_noise,
                                  tolerance, float(readout_scale))
     if readout_scale != 1:
@@ -515,7 +531,8 @@ def _initialize_stack(model: nn.Module, net: CompiledNetwork, noise: float, scal
 class WeightTolerance:
     """δ* of a compiled network (module docstring): changing every weight by at most ``delta``
     (absolutely, each independently), except the weight blocks named in ``fixed`` (fields of the
-    module's ``blocks()``; ``fixed_parameters`` spells them as parameter names, for
+    module's ``blocks()``, or parameter names for a paper model; ``fixed_parameters`` spells them
+    as parameter names, for
     ``fit(freeze=...)``), which must not change, leaves a network that computes exactly what the compiled one computes — at every
     length (``max_length`` None) or for ``max_length`` steps. ``argument`` says why (which proof,
     which margin, which input norm L). ``float(t)`` is ``delta``."""
@@ -532,9 +549,12 @@ class WeightTolerance:
 
     @property
     def fixed_parameters(self) -> tuple[str, ...]:
-        """``fixed`` as the parameter names of a `StackRNN` (empty for other networks)."""
+        """``fixed`` as the parameter names of a `StackRNN` or a paper model (empty for other
+        networks)."""
         if not self.fixed:
             return ()
+        if "parameters" in self.details:          # a paper model: already parameter names
+            return tuple(self.details["parameters"])
         blocks = ControllerBlocks(**{f: (True if f in self.fixed else None)
                                      for f in ControllerBlocks.__dataclass_fields__})
         return tuple(StackRNN.state_dict_of(blocks))
@@ -758,13 +778,16 @@ def _stack_tolerance(net: CompiledNetwork) -> WeightTolerance:
 
 
 def weight_tolerance(net: CompiledNetwork, rel_tol: float = 0.05,
-                     min_length: int | None = None) -> WeightTolerance:
+                     min_length: int | None = None, max_length: int = 8) -> WeightTolerance:
     """δ*: the largest per-weight perturbation under which `net` provably computes what it
     computes now (module docstring, "Weight-noise tolerance"). Elman/LSTM networks: by a box
     induction with weight noise (bisection to ``rel_tol``); stack RNNs: from their exact
     saturation. ``min_length`` (Elman/LSTM): accept a proof that covers at least that many steps
     (LSTM cells held by a forget gate at 1 drift under any noise, so an all-lengths proof only
     tolerates noise that rounding absorbs); None: as many as the noiseless certificate covers.
+    The source papers' models (``pn.compile(…, model=NAME)``): a bounded-length proof over every
+    live string of length ≤ ``max_length`` (`pdanet.learning.paper_init`; no all-lengths
+    argument), with the initial state fixed.
     CompileError for another network; CertificationError when no proof applies."""
     if min_length is not None and (isinstance(min_length, bool) or not isinstance(min_length, int)
                                    or min_length < 1):
@@ -772,10 +795,15 @@ def weight_tolerance(net: CompiledNetwork, rel_tol: float = 0.05,
     if not (isinstance(rel_tol, (int, float)) and 0 < rel_tol < 1):
         raise InputError(f"rel_tol must be a number in (0, 1), got {rel_tol!r}")
     module = getattr(net, "module", None)
+    if is_paper_network(net):
+        t = paper_tolerance(net, max_length=max_length, rel_tol=float(rel_tol))
+        return WeightTolerance(delta=t.delta, fixed=t.fixed, max_length=t.max_length,
+                               argument=t.argument, dtype="float32", details=t.details)
     if isinstance(module, StackRNN):
         return _stack_tolerance(net)
     _source(net)
     return _recurrent_tolerance(net, float(rel_tol), min_length)
 
 
-__all__ = ["LearnerRNN", "WeightTolerance", "initialize", "stack_learner", "weight_tolerance"]
+__all__ = ["LearnerRNN", "WeightTolerance", "initialize", "paper_learner", "stack_learner",
+           "weight_tolerance"]
