@@ -2,6 +2,8 @@
 string probabilities against run enumeration (random machines) and the PCFGs' inside
 probabilities (DuSell & Chiang's tasks), cross-entropies against the true ones, errors."""
 
+import copy
+import dataclasses
 import itertools
 import math
 from fractions import Fraction
@@ -19,14 +21,18 @@ from pdanet.automata.weighted import WeightedPDA
 from pdanet.constructions.ns import compile_weighted
 from pdanet.constructions.ns_lm import (
     LM_TASKS,
+    NSLMChart,
+    PDALanguageModel,
     compile_ns_lm,
     cross_entropy,
     dusell_lm_machine,
+    example_lm_machine,
     lm_rows,
     reachable_heads,
     string_log_probs,
 )
-from pdanet.errors import AutomatonError, CompileError, InputError
+from pdanet.errors import AutomatonError, CompileError, InputError, VerificationError
+from pdanet.verify.distribution import LMReport, verify_lm
 
 SIGMA = "ab"
 
@@ -289,3 +295,193 @@ def test_bad_options_are_refused():
         string_log_probs(compile_weighted(m), ["0#0"])
     with pytest.raises(InputError, match="no strings"):
         cross_entropy(compile_ns_lm(m), [])
+
+
+# --- the machine as a language model, and verify_lm on ns_lm networks ---------------------------
+
+def _prod(values):
+    out = Fraction(1)
+    for v in values:
+        out *= v
+    return out
+
+
+@settings(max_examples=25, deadline=None)
+@given(probabilistic_pda())
+def test_language_model_is_the_run_enumeration(made):
+    """`PDALanguageModel`: p(w) and the prefix mass against run enumeration (to float rounding
+    of the weights); the next-symbol rows are exact Fractions whose product telescopes to p(w)
+    exactly; the float64 rows, log prefix probabilities and the dead test agree."""
+    m, trans, stop = made
+    lm = PDALanguageModel(m)
+    probs, prefix_mass = run_probabilities(trans, stop, 0, 4)
+    strings = all_strings(SIGMA, 4)
+    ids, lengths = lm.encode(strings)
+    tr = lm.run_batch(ids, lengths)
+    k = len(SIGMA)
+    for i, w in enumerate(strings):
+        p, mass = lm.prob(w), lm.prob(w, eos=False)
+        assert math.isclose(float(p), float(probs[w]), rel_tol=1e-9, abs_tol=1e-15)
+        assert math.isclose(float(mass), float(prefix_mass[w]), rel_tol=1e-9, abs_tol=1e-15)
+        assert lm.is_dead(lm.run(w)) == (prefix_mass[w] == 0)
+        lp = tr["log_prefix"][i, len(w)]
+        assert (lp == -math.inf) if mass == 0 else math.isclose(lp, math.log(mass), rel_tol=1e-9, abs_tol=1e-12)
+        if mass == 0:
+            assert not tr["output"][i, len(w)].any()
+            continue
+        if lm.is_exact:
+            rows = [lm.exact_row(lm.run(w[:t])) for t in range(len(w) + 1)]
+            factors = [rows[t][SIGMA.index(a)] for t, a in enumerate(w)] + [rows[-1][k]]
+            assert _prod(factors) == p and _prod(factors[:-1]) == mass
+            assert all(isinstance(v, Fraction) for v in rows[-1])
+        row = np.array([float(v) for v in lm.exact_row(lm.run(w))])
+        np.testing.assert_allclose(tr["output"][i, len(w)], row, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(lm.output(lm.run(w)), row, rtol=0, atol=1e-12)
+        assert abs(row.sum() - 1) < 1e-8
+        assert math.isclose(lm.logprob(w), math.log(p), rel_tol=1e-9, abs_tol=1e-12) if p > 0 else \
+            lm.logprob(w) == -math.inf
+
+
+@settings(max_examples=20, deadline=None)
+@given(probabilistic_pda(), st.sampled_from(["paper", "extended"]))
+def test_exact_head_verifies_on_random_pdas(made, bottom):
+    """float64 to 1e-10 nats and float32 to 1e-4 nats at every position of every live string
+    up to length 5 and of random live prefixes up to length 8."""
+    m = made[0]
+    for dtype, tol in ((torch.float64, 1e-10), (torch.float32, 1e-4)):
+        net = compile_ns_lm(m, dtype=dtype, bottom=bottom)
+        report = verify_lm(m, net, max_length=5, samples=6, sample_lengths=(6, 8))
+        assert report.ok, report.counterexample
+        assert report.tolerance == tol and report.max_logprob_error <= tol
+        assert report.strings_checked > 0 and report.positions_checked > 0
+
+
+@pytest.mark.parametrize("task", LM_TASKS)
+def test_exact_head_verifies_on_the_tasks(task):
+    m, _ = dusell_lm_machine(task)
+    for dtype in (torch.float64, torch.float32):
+        net = compile_ns_lm(m, dtype=dtype)
+        report = verify_lm(m, net, max_length=5, samples=6, sample_lengths=(8, 14),
+                           long_samples=1, long_length=20)
+        assert report.ok, (task, dtype, report.counterexample)
+        assert report.phase("exhaustive").strings > 0 and report.phase("long").strings == 1
+
+
+def test_softmax_head_fails_on_unmarked_reversal_with_a_counterexample():
+    m, _ = dusell_lm_machine("unmarked_reversal")
+    net = compile_ns_lm(m, dtype=torch.float32, head="softmax")   # floor mass 2e-9 < 1e-4
+    report = verify_lm(m, net, max_length=4, samples=0)
+    assert not report.ok and isinstance(report, LMReport)
+    cex = report.counterexample
+    assert cex.phase == "exhaustive" and 0 <= cex.position <= len(cex.string)
+    assert cex.symbol in m.alphabet.symbols + (PDALanguageModel(m).eos,)
+    assert cex.error > 1e-2 and "position" in str(cex)
+    # the counterexample's expected value is the machine's exact distribution there
+    lm = PDALanguageModel(m)
+    row = lm.exact_row(lm.run(cex.string[:cex.position]))
+    assert math.isclose(cex.expected, math.log(row[lm.output_alphabet.index(cex.symbol)]),
+                        rel_tol=1e-12)
+    # the reading is a mixture there (the machine guesses the middle); the exact head is right
+    reading = lm.run_batch(*lm.encode([cex.string[:cex.position]]))["reading"][0, -1]
+    assert (reading > 0).sum() > 1
+    assert verify_lm(m, compile_ns_lm(m, dtype=torch.float32), max_length=4, samples=0).ok
+
+
+def _corrupted(net, name, change):
+    module = copy.deepcopy(net.module)
+    with torch.no_grad():
+        change(module.state_dict()[name])
+    return dataclasses.replace(net, module=module)
+
+
+def test_corrupted_weights_fail():
+    m = example_lm_machine()
+    net = compile_ns_lm(m, dtype=torch.float64)
+    assert verify_lm(m, net, max_length=5, samples=0).ok
+    zero = m.alphabet.index("0")
+    head = _corrupted(net, "head.weight", lambda w: w[zero].mul_(1.01))
+    report = verify_lm(m, head, max_length=5, samples=0)
+    assert not report.ok and report.counterexample.position == 0
+    one = m.alphabet.index("1")                      # reading 1 acts as reading 0
+    emb = _corrupted(net, "ns.embedding.weight", lambda w: w[one].copy_(w[zero]))
+    report = verify_lm(m, emb, max_length=5, samples=0)
+    assert not report.ok and report.counterexample.position > 0
+
+
+def test_verify_lm_takes_the_adapter_and_refuses_other_machines():
+    m = example_lm_machine()
+    net = compile_ns_lm(m)
+    assert isinstance(net.abstraction, NSLMChart) and net.abstraction.head == "exact"
+    assert verify_lm(PDALanguageModel(m), net, max_length=3, samples=2).ok
+    other, _ = dusell_lm_machine("marked_reversal")
+    with pytest.raises(VerificationError, match="compiled for"):
+        verify_lm(other, net, max_length=3)
+    with pytest.raises(VerificationError, match="compiled for"):
+        verify_lm(PDALanguageModel(other), net, max_length=3)
+
+
+@pytest.mark.parametrize("task", ["marked_reversal", "unmarked_reversal"])
+def test_sampling_follows_the_distribution(task):
+    """Runs of the generative model: string frequencies of 4000 draws (fixed seed) within four
+    standard errors of p(w) for every string of probability ≥ 1%."""
+    m, _ = dusell_lm_machine(task, p_end=Fraction(1, 3))
+    lm = PDALanguageModel(m)
+    draws = lm.sample(4000, 3)
+    counts: dict = {}
+    for w in draws:
+        counts[w] = counts.get(w, 0) + 1
+    def probs(strings):                              # p(w) = p(prefix) · p(EOS | w), batched
+        ids, lengths = lm.encode(strings)
+        tr = lm.run_batch(ids, lengths)
+        rows = np.arange(len(strings))
+        return np.exp(tr["log_prefix"][rows, lengths]) * tr["output"][rows, lengths, -1]
+
+    strings = all_strings(m.alphabet, 6)
+    checked = 0
+    for w, p in zip(strings, probs(strings)):
+        if p >= 0.01:
+            assert abs(counts.get(w, 0) / 4000 - p) < 4 * math.sqrt(p * (1 - p) / 4000), (w, p)
+            checked += 1
+    assert checked >= 3 and (probs(list(counts)) > 0).all()
+
+
+def test_sampling_draws_strings_of_positive_probability():
+    lm = PDALanguageModel(example_lm_machine())
+    for w in lm.sample(20, 0):
+        assert lm.prob(w) > 0 and w.count("#") == 1
+    with pytest.raises(InputError, match="max_length"):
+        PDALanguageModel(dusell_lm_machine("marked_reversal")[0]).sample(5, 0, max_length=2)
+    ids, lengths = lm.live_walks(10, 7, 1)
+    for row, n in zip(ids, lengths):
+        w = tuple(lm.alphabet.symbols[i] for i in row[:n])
+        assert n <= 7 and lm.prob(w, eos=False) > 0
+        if n < 7:                                   # stopped where only EOS may follow
+            assert lm.output(lm.run(w))[:-1].sum() == 0 and w.count("#") == 1
+
+
+def test_language_model_errors():
+    m = example_lm_machine()
+    lm = PDALanguageModel(m)
+    with pytest.raises(InputError, match="probability 0"):
+        lm.next_distribution("0#1")
+    with pytest.raises(InputError, match="save the machine"):
+        lm.to_dict()
+    with pytest.raises(CompileError, match="WeightedPDA"):
+        PDALanguageModel("not a machine")
+    t = {(0, BOTTOM, "a", 0, "push", "A"): 0.75, (0, BOTTOM, "b", 0, "replace", BOTTOM): 0.5}
+    with pytest.raises(AutomatonError, match="> 1"):
+        PDALanguageModel(_machine(t))
+    with pytest.raises(InputError):
+        lm.step(lm.initial(), "x")
+    assert lm == PDALanguageModel(m) and hash(lm) == hash(PDALanguageModel(m))
+
+
+@pytest.mark.parametrize("method", ["exact", "softmax"])
+def test_pn_verify_sends_ns_lm_to_verify_lm(method):
+    import pdanet as pn
+
+    m = example_lm_machine()
+    net = pn.compile(m, target="ns_lm", method=method)
+    report = pn.verify(m, net, max_length=5, samples=8, sample_lengths=(6, 12), long_samples=1,
+                       long_length=24)
+    assert isinstance(report, LMReport) and report.ok, report

@@ -50,6 +50,12 @@ which is never better in expected cross-entropy when the next symbol follows the
 (Gibbs' inequality): its gap, KL(exact ‖ softmax) per symbol, is what
 `benchmarks/bench_ns_lm.py` reports.
 
+Verification. `PDALanguageModel` is the machine side: the exact next-symbol distributions above
+from Lang's forward weights, the prefix probability, sampling by running the generative model.
+An ns_lm network's abstraction is `NSLMChart` (its reading is an `NSChart`'s; its outputs are
+distributions), and `pdanet.verify.distribution.verify_lm` compares it position by position,
+in nats, with the `PDALanguageModel` of the machine it was compiled from.
+
 The task machines (`dusell_lm_machine`) are real-time probabilistic PDAs whose string
 probabilities are those of DuSell & Chiang's PCFGs (`pdanet.automata.tasks.dusell2021`); the
 grammars' ε-rules are folded into the next emission (or the stop probability), so no ε-arc is
@@ -64,7 +70,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from fractions import Fraction
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -74,6 +82,8 @@ from torch import nn
 
 from pdanet.automata import semiring as srm
 from pdanet.automata.alphabet import BOTTOM
+from pdanet.automata.base import BatchTrace
+from pdanet.automata.probabilistic import _count, _LanguageModel
 from pdanet.automata.tasks.dusell2021 import (
     dusell_dyck_grammar,
     marked_reversal_grammar,
@@ -81,7 +91,8 @@ from pdanet.automata.tasks.dusell2021 import (
     unmarked_reversal_grammar,
 )
 from pdanet.automata.tasks.task import BLANK
-from pdanet.automata.weighted import WeightedPDA
+from pdanet.automata.weighted import WeightedPDA, valid_ops_mask
+from pdanet.constructions.abstraction import NSChart
 from pdanet.constructions.base import CompiledNetwork, ExactWeight, as_dtype, load_exact
 from pdanet.constructions.ns import NEG, compile_weighted
 from pdanet.errors import AutomatonError, CompileError, InputError
@@ -195,6 +206,226 @@ def _head_rows(emit: np.ndarray, stop: np.ndarray, paper: bool) -> np.ndarray:
     return out.reshape(Q * Gn, S + 1)
 
 
+@dataclass(frozen=True)
+class PDALMConfig:
+    """A configuration of `PDALanguageModel`: the prefix read so far (the distribution after it
+    depends on the forward weights over every run on it, a function of the whole prefix)."""
+
+    prefix: tuple = ()
+
+
+class PDALanguageModel(_LanguageModel):
+    """A probabilistic real-time `WeightedPDA` read as a language model (module docstring): after
+    every prefix a1…at the next-symbol distribution over Σ ∪ {EOS} (EOS last)
+
+        p(a | a1…at) = Σ_{q,γ} α_t(q, γ) P(a | q, γ) / Σ_{q,γ} α_t(q, γ),   EOS: ρ(q, γ),
+
+    with α_t the forward weights over (state, top) of Lang's algorithm (`WeightedPDA.chart`,
+    `WeightedPDA.log_alpha_batch`; Butoi et al. 2022 / DuSell & Chiang 2021, Eq. 4) and the rows
+    P, ρ of `lm_rows`. The prefix probability is Σ α_t (the product of the next-symbol
+    probabilities telescopes to it) and p(w) = Σ α_n ρ. A prefix of probability 0 is dead: its
+    distribution is the zero vector. Exact arithmetic (Fractions of the machine's float64
+    weights, `semiring.RATIONAL`) in `exact_row` and `prob` for a machine in the real semiring;
+    float64 in log space (no underflow on long prefixes) in `output`, `run_batch`, `logprob`.
+    `sample` runs the generative model (a run with its stack), O(|w|) per string. Errors: those of `lm_rows` (a machine that is not a probabilistic real-time PDA).
+    ``pdanet.verify.distribution.verify_lm`` compares an ``ns_lm`` network with this model of
+    the machine it was compiled from."""
+
+    fixed_width_fields = True
+
+    def __init__(self, machine: WeightedPDA, tolerance: float = TOLERANCE):
+        emit, stop = lm_rows(machine, tolerance)
+        self.machine = machine
+        self.tolerance = float(tolerance)
+        self.alphabet = machine.alphabet
+        self.output_alphabet = self._eos_alphabet()
+        self.name = f"{machine.name or 'pda'}_lm"
+        rows = _head_rows(emit, stop, paper=False)                   # (Q·G, |Σ|+1) Fractions
+        self._exact_rows = rows
+        self._rows = np.vectorize(float, otypes=[np.float64])(rows)
+
+    @cached_property
+    def _key(self) -> tuple:
+        return (self.machine, self.tolerance)
+
+    def __repr__(self) -> str:
+        return f"PDALanguageModel({self.machine!r})"
+
+    @property
+    def is_exact(self) -> bool:
+        return self.machine.semiring.name == "real"
+
+    def to_dict(self) -> dict:
+        raise InputError("a PDALanguageModel is a view of its WeightedPDA: save the machine "
+                         "(`.machine.save(path)`) and rebuild the view with "
+                         "PDALanguageModel(machine)")
+
+    # --- the Machine protocol ----------------------------------------------------------------
+    def initial(self) -> PDALMConfig:
+        return PDALMConfig(())
+
+    def step(self, config: PDALMConfig, symbol: Any) -> PDALMConfig:
+        self.alphabet.index(symbol)
+        return PDALMConfig(config.prefix + (symbol,))
+
+    def is_dead(self, config: PDALMConfig) -> bool:
+        """True when no run of positive weight reads the prefix (its probability is 0)."""
+        return not bool(self.machine.forward_weights(config.prefix, srm.BOOLEAN)[-1].any())
+
+    def _alpha(self, prefix: tuple) -> np.ndarray:
+        """α_n (Q·G,) of the prefix: exact Fractions (real semiring) or float64."""
+        sr = srm.RATIONAL if self.is_exact else srm.REAL
+        return self.machine.forward_weights(prefix, sr)[-1].reshape(-1)
+
+    def exact_row(self, config: PDALMConfig) -> tuple:
+        """p(· | prefix) over Σ ∪ {EOS}: Fractions for a real-semiring machine (exact forward
+        weights), floats otherwise; zeros for a prefix of probability 0."""
+        alpha = self._alpha(config.prefix)
+        total = sum(alpha, Fraction(0) if self.is_exact else 0.0)
+        if total == 0:
+            return (Fraction(0),) * (len(self.alphabet) + 1)
+        rows = self._exact_rows if self.is_exact else self._rows
+        return tuple(sum((alpha[i] * rows[i, o] for i in range(len(alpha))),
+                         Fraction(0) if self.is_exact else 0.0) / total
+                     for o in range(rows.shape[1]))
+
+    def output(self, config: PDALMConfig) -> np.ndarray:
+        """p(· | prefix) as float64 (EOS last), from the log-space forward weights."""
+        ids, lengths = self.encode([config.prefix])
+        return self.run_batch(ids, lengths)["output"][0, -1]
+
+    def run_batch(self, ids: np.ndarray, lengths: np.ndarray | None = None):
+        """Fields ``output`` (B, T+1, |Σ|+1) float64 next-symbol distributions (zeros after a
+        prefix of probability 0), ``reading`` (B, T+1, Q, G) the normalised forward weights and
+        ``log_prefix`` (B, T+1) ln p(prefix) (−inf for 0); rows past a string's length repeat its
+        last value."""
+        ids, lengths = self.check_ids(ids, lengths)
+        la = self.machine.log_alpha_batch(ids, lengths)
+        B, T1, Q, G = la.shape
+        flat = la.reshape(B, T1, Q * G)
+        top = flat.max(axis=-1, keepdims=True)
+        live = np.isfinite(top)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            e = np.where(live, np.exp(flat - np.where(live, top, 0.0)), 0.0)
+            z = e.sum(axis=-1, keepdims=True)
+            reading = np.where(live, e / np.where(live, z, 1.0), 0.0)
+            log_prefix = np.where(live[..., 0], (top + np.log(np.where(live, z, 1.0)))[..., 0],
+                                  -np.inf)
+        return BatchTrace(lengths, {"output": reading @ self._rows,
+                                    "reading": reading.reshape(B, T1, Q, G),
+                                    "log_prefix": log_prefix})
+
+    # --- sampling: runs of the generative model -----------------------------------------------
+    @cached_property
+    def _moves(self) -> dict:
+        """{(q, x): (outcomes (k, 3) int rows (symbol, state, op), their probabilities, stop)}
+        over the reachable (state, top) pairs (op: push y → y, replace y → G+y, pop → 2G)."""
+        W = self.machine.weight_tensor(srm.REAL)
+        Q, G = self.machine.num_states, self.machine.num_stack
+        W = np.where(valid_ops_mask(G)[None, None, :, None, :], W, 0.0)
+        stop = self._rows[:, -1].reshape(Q, G)
+        out = {}
+        for q, x in zip(*np.nonzero(reachable_heads(self.machine))):
+            a, r, o = np.nonzero(W[:, q, x] > 0)
+            out[int(q), int(x)] = (np.stack([a, r, o], axis=1), W[a, q, x, r, o], stop[q, x])
+        return out
+
+    def _walk(self, rng: np.random.Generator, limit: int, eos: bool) -> tuple[tuple, bool]:
+        """One run from (start, ⊥): in configuration (q, stack) a move (emitting its symbol) or,
+        with ``eos``, the stop, drawn with their probabilities; without ``eos`` the moves alone,
+        renormalised. (symbols, stopped): ends at the stop, at a configuration with no move
+        (without ``eos``), or after `limit` symbols (stopped False)."""
+        G = self.machine.num_stack
+        q, stack, out = self.machine.states.index(self.machine.start), [0], []
+        syms = self.alphabet.symbols
+        while len(out) < limit:
+            outcomes, probs, stop = self._moves[q, stack[-1]]
+            weights = np.append(probs, stop if eos else 0.0)
+            if not weights.sum() > 0:
+                return tuple(out), True
+            i = int(rng.choice(len(weights), p=weights / weights.sum()))
+            if i == len(probs):
+                return tuple(out), True
+            a, q, o = (int(v) for v in outcomes[i])
+            if o < G:
+                stack.append(o)
+            elif o < 2 * G:
+                stack[-1] = o - G
+            else:
+                stack.pop()
+            out.append(syms[a])
+        return tuple(out), False
+
+    def _sample(self, n: int, rng: Any, max_length: int) -> list[tuple]:
+        """n strings drawn from p(w) by running the generative model (a run's string has the
+        marginal p(w): module docstring), O(|w|) each; InputError past ``max_length`` symbols."""
+        n, max_length = _count(n, "n"), _count(max_length, "max_length")
+        rng = np.random.default_rng(rng)
+        out = []
+        for _ in range(n):
+            w, stopped = self._walk(rng, max_length, eos=True)
+            if not stopped:
+                raise InputError(f"a sampled string reached max_length={max_length} symbols "
+                                 "without EOS; raise max_length")
+            out.append(w)
+        return out
+
+    def live_walks(self, n: int, length: Any, rng: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        """(ids (n, length) padded with -1, lengths): prefixes of runs that never stop, each
+        move drawn with its probability renormalised over the moves of its configuration (so
+        every prefix has positive probability); a walk ends early in a configuration with no
+        move (only the stop)."""
+        n, length = _count(n, "n"), _count(length, "length")
+        rng = np.random.default_rng(rng)
+        ids = np.full((n, length), -1, dtype=np.int64)
+        lengths = np.zeros(n, dtype=np.int64)
+        for b in range(n):
+            w, _ = self._walk(rng, length, eos=False)
+            ids[b, :len(w)] = [self.alphabet.index(a) for a in w]
+            lengths[b] = len(w)
+        return ids, lengths
+
+    # --- string probabilities -----------------------------------------------------------------
+    def prob(self, string: Any, eos: bool = True) -> Fraction | float:
+        """p(string) = Σ_{q,γ} α_n(q, γ) ρ(q, γ) (with ``eos``), or the prefix probability
+        Σ α_n (without it): a Fraction for a real-semiring machine, else a float."""
+        symbols = self.alphabet.split(string)
+        alpha = self._alpha(symbols)
+        zero = Fraction(0) if self.is_exact else 0.0
+        if not eos:
+            return sum(alpha, zero)
+        rows = self._exact_rows if self.is_exact else self._rows
+        return sum((alpha[i] * rows[i, -1] for i in range(len(alpha))), zero)
+
+    def logprob(self, string: Any, eos: bool = True) -> float:
+        """ln p(string) (−inf for probability 0) in float64 log space (no underflow)."""
+        symbols = self.alphabet.split(string)
+        ids, lengths = self.encode([symbols])
+        tr = self.run_batch(ids, lengths)
+        lp = float(tr["log_prefix"][0, -1])
+        if not eos or lp == -math.inf:
+            return lp
+        p = float(tr["output"][0, -1, -1])
+        return lp + math.log(p) if p > 0 else -math.inf
+
+
+def as_language_model(machine: Any, tolerance: float = TOLERANCE) -> Any:
+    """`machine` as a next-symbol language model: a `WeightedPDA` through `PDALanguageModel`,
+    anything else (a PFSA, a bounded PDPDA, an adapter already) as it is."""
+    return PDALanguageModel(machine, tolerance) if isinstance(machine, WeightedPDA) else machine
+
+
+@dataclass(frozen=True, eq=False)
+class NSLMChart(NSChart):
+    """An ``ns_lm`` network: the `NSChart` of its RNS-RNN and a next-symbol head on the reading
+    (``head`` "exact" or "softmax", ``floor`` the softmax head's logit for probability 0, None
+    for the exact head). Its outputs are distributions: `pdanet.verify` compares them with
+    `verify_lm` against the machine's `PDALanguageModel`."""
+
+    head: str = "exact"
+    floor: int | None = None
+
+
 class NSLMNet(nn.Module):
     """`NSRNNNet` (``ns``) → a head on its reading. forward(ids (B, T), -1 padding) returns
     (states (B, T+1, Q·G) = the RNS readings, logits (B, T+1, |Σ|+1) = ln p(next symbol |
@@ -269,8 +500,11 @@ def compile_ns_lm(machine: WeightedPDA, dtype: torch.dtype = torch.float32, head
         hidden_units=base.hidden_units, bound=base.bound, params={"Q": Q, "G": G},
         weights=weights, scale=sp.Integer(1), decoder=base.decoder, reader=LogProbReader(),
         scale_argument="no saturation: the reading is exact; the head is linear (or a softmax)",
-        abstraction=base.abstraction,
+        abstraction=NSLMChart(**{f.name: getattr(base.abstraction, f.name)
+                                 for f in fields(base.abstraction)},
+                              head=head, floor=floor if head == "softmax" else None),
         info={"head": head, "bottom": bottom, "floor": floor if head == "softmax" else None,
+              "tolerance": float(tolerance),
               "output": "ln p(next symbol | prefix) over Σ then EOS"})
 
 
@@ -427,5 +661,13 @@ def dusell_lm_machine(task: str, **params: Any) -> tuple[WeightedPDA, Any]:
     raise InputError(f"unknown task {task!r}; choose one of {LM_TASKS}")
 
 
-__all__ = ["HEADS", "LM_TASKS", "NSLMNet", "compile_ns_lm", "cross_entropy", "dusell_lm_machine",
-           "lm_rows", "reachable_heads", "string_log_probs", "sum_log_probs"]
+def example_lm_machine() -> WeightedPDA:
+    """A small probabilistic real-time PDA: DuSell & Chiang's marked reversal over {0, 1} and the
+    marker (`dusell_lm_machine`), with p_end = 1/4 so that short strings end."""
+    return dusell_lm_machine("marked_reversal", p_end=Fraction(1, 4))[0]
+
+
+__all__ = ["HEADS", "LM_TASKS", "NSLMChart", "NSLMNet", "PDALMConfig", "PDALanguageModel",
+           "as_language_model", "compile_ns_lm", "cross_entropy", "dusell_lm_machine",
+           "example_lm_machine", "lm_rows", "reachable_heads", "string_log_probs",
+           "sum_log_probs"]

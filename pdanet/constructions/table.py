@@ -286,8 +286,28 @@ def _realtime_weighted(machine: Any) -> str | None:
             "on every nonempty string")
 
 
+def _probabilistic_realtime(machine: Any) -> str | PdanetError | None:
+    """A real-time weighted PDA whose rows are probabilities (`ns_lm.lm_rows`)."""
+    why = _realtime_weighted(machine)
+    if why is not None:
+        return why
+    from pdanet.constructions.ns_lm import lm_rows
+
+    try:
+        lm_rows(machine)
+    except PdanetError as exc:
+        return exc
+    return None
+
+
 def _bounded_pdpda() -> BoundedPDPDA:
     return marked_reversal().bounded(3, overflow="renormalise")
+
+
+def _lm_marked_reversal() -> WeightedPDA:
+    from pdanet.constructions.ns_lm import example_lm_machine
+
+    return example_lm_machine()
 
 
 def _dyck() -> DyckKM:
@@ -385,6 +405,12 @@ TABLE: tuple[Entry, ...] = (
           requires=_one_op_pushdown, example=_anbn),
     Entry(PDA, "ns_rnn", "embedding", _C + "ns:compile_pda", default=True,
           requires=_one_op_pushdown, example=_palindromes),
+    # a probabilistic real-time PDA as a language model: next-symbol probabilities linear in
+    # the RNS reading (exact head) or the paper's softmax layer on it; verified by distribution
+    Entry(WeightedPDA, "ns_lm", "exact", _C + "ns_lm:compile_ns_lm", (("head", "exact"),),
+          default=True, requires=_probabilistic_realtime, example=_lm_marked_reversal),
+    Entry(WeightedPDA, "ns_lm", "softmax", _C + "ns_lm:compile_ns_lm", (("head", "softmax"),),
+          requires=_probabilistic_realtime, example=_lm_marked_reversal),
     # depth-bounded real-time DPDAs/DPDTs: slot copies and a lookup (compact), or Minsky's units
     # on the explicit automaton `to_dfa()` (exponential in m; for comparison)
     Entry(BoundedPDA, "elman", "compact", _C + "compact:compile_compact_elman", default=True,

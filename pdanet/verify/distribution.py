@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from pdanet.constructions.base import as_dtype
+from pdanet.constructions.ns_lm import TOLERANCE, PDALanguageModel, as_language_model
 from pdanet.errors import InputError, VerificationError
 from pdanet.verify.report import PhaseResult
 
@@ -141,13 +142,23 @@ def _finite(x: Any) -> Any:
 
 
 def _machine_for(machine: Any, net: Any) -> Any:
-    """The machine to compare with: `machine` itself when the network was compiled for it or
-    from it (a bounded PDPDA is simulated as itself, independently of its PFSA)."""
+    """The language model to compare with: `machine` itself when the network was compiled for
+    it or from it (a bounded PDPDA is simulated as itself, independently of its PFSA); a
+    probabilistic `WeightedPDA` (an ``ns_lm`` network's) through its `PDALanguageModel`, which
+    may also be given itself."""
     compiled_for = getattr(net, "machine", None)
     source = getattr(net, "compiled_from", None)
+    given = machine
+    if isinstance(machine, PDALanguageModel):     # the adapter of the network's machine
+        machine = machine.machine
     if machine is compiled_for or machine == compiled_for or (
             source is not None and (machine is source or machine == source)):
-        return machine
+        if given is not machine:
+            return given
+        if getattr(machine, "output_kind", None) == "distribution":
+            return machine
+        info = getattr(net, "info", None) or {}
+        return as_language_model(machine, info.get("tolerance", TOLERANCE))
     raise VerificationError(f"the network was compiled for {compiled_for!r}, not for "
                             f"{machine!r}; verify it against the machine it was compiled from")
 
@@ -268,7 +279,10 @@ def verify_lm(machine: Any, net: Any, *, max_length: int | None = 5, samples: in
     is compared (the distribution after each prefix, EOS included).
 
     ``machine``: the PFSA or bounded ProbabilisticDPDA the network was compiled from (a
-    bounded PDPDA is simulated as itself). ``dtype`` re-derives the network in that dtype first.
+    bounded PDPDA is simulated as itself), or the probabilistic real-time WeightedPDA of an
+    ``ns_lm`` network (compared through `pdanet.constructions.ns_lm.PDALanguageModel`: exact
+    next-symbol distributions from the forward weights, EOS from the stop mass). ``dtype``
+    re-derives the network in that dtype first.
     Bad arguments raise InputError; a network compiled for another machine VerificationError.
     """
     t_start = time.perf_counter()

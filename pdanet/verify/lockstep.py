@@ -578,8 +578,9 @@ LM_OPTIONS = ("max_length", "samples", "strings", "seed", "dtype", "batch_size",
 
 def _is_lm(net) -> bool:
     from pdanet.constructions.lm import LMUnits
+    from pdanet.constructions.ns_lm import NSLMChart
 
-    return isinstance(getattr(net, "abstraction", None), LMUnits)
+    return isinstance(getattr(net, "abstraction", None), (LMUnits, NSLMChart))
 
 
 def _verify_lm(machine: Machine, net, o: VerifyOptions, tolerance: Any):

@@ -27,6 +27,7 @@ from pdanet.constructions.abstraction import (
 )
 from pdanet.constructions.base import CompiledNetwork
 from pdanet.constructions.lm import LMUnits
+from pdanet.constructions.ns_lm import NSLMChart
 from pdanet.errors import CertificationError
 from pdanet.models.grefenstette import GrefenstetteController
 from pdanet.verify.certify.core import Certificate, Progress, check_arguments, no_nan
@@ -40,6 +41,7 @@ FAMILIES: dict[type[Abstraction], str | None] = {
     BufferedController: None,       # several steps per symbol: checked by pn.verify only
     NSChart: "ns",                  # a length bound on the stand-in for log 0
     LMUnits: "lm",                  # box induction, then a bound on the log-probability error
+    NSLMChart: None,                # an NS-RNN language model: pn.verify (by distribution) only
 }
 
 
