@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import strategies
 import torch
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pdanet as pn
@@ -14,6 +14,7 @@ from pdanet.automata.dfa import DFA
 from pdanet.automata.pda import DPDA, PDA
 from pdanet.automata.pdt import DPDT
 from pdanet.automata.weighted import WeightedPDA
+from pdanet.constructions.stacks.ns import NondeterministicStack, NSState
 from pdanet.constructions.stacks.reference_ns import reference_ns
 from pdanet.errors import CompileError, InputError
 from pdanet.models import dusell_chiang as dc
@@ -86,7 +87,7 @@ def test_module_equals_literal_equations(variant, window):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_inference_chart_equals_autograd_path(variant):
-    """Without autograd the stack runs in one in-place chart; same numbers as the list path."""
+    """Runs with and without autograd give the same numbers."""
     torch.manual_seed(3)
     m = dc.DuSellChiangRNN(3, 2, 3, variant, hidden=5, num_outputs=2).double()
     with torch.no_grad():
@@ -267,3 +268,102 @@ def test_chart_memory_is_checked():
     with pn.limits.raised(max_bytes=10**6), torch.no_grad(), \
             pytest.raises(pn.errors.ResourceError, match="batch_size"):
         m(torch.zeros(4, 100, dtype=torch.long))
+
+
+# --- the stack's step interface against its whole-sequence forward -----------------------------
+def _stepped(stack: NondeterministicStack, la: torch.Tensor):
+    """Readings, log α and log Σα of every step of `NondeterministicStack.step` on ``la``."""
+    state = stack.initial_state(la.shape[0], la.dtype)
+    rs, las, lns = [state.reading], [state.log_alpha], [state.log_norm]
+    for t in range(la.shape[1]):
+        state, r = stack.step(state, la[:, t])
+        assert state.time == t + 1 and r is state.reading
+        rs.append(r)
+        las.append(state.log_alpha)
+        lns.append(state.log_norm)
+    return torch.stack(rs, 1), torch.stack(las, 1), torch.stack(lns, 1)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(Q=st.integers(1, 3), G=st.integers(2, 3), B=st.integers(1, 2), T=st.integers(0, 8),
+       window=st.sampled_from([None, 1, 2, 3, 5]), bottom=st.sampled_from(
+           ["paper", "reachable", "extended"]), variant=st.sampled_from(VARIANTS),
+       scale=st.sampled_from([0.5, 3.0]), dead=st.booleans(), seed=st.integers(0, 10**6))
+def test_stepping_equals_forward(Q, G, B, T, window, bottom, variant, scale, dead, seed):
+    """`NondeterministicStack.step` step by step = its forward on all steps at once: readings,
+    log α, log Σα and the gradients of all three, every bottom, with and without a window."""
+    gen = torch.Generator().manual_seed(seed)
+    start = int(torch.randint(0, Q, (1,), generator=gen))
+    stack = NondeterministicStack.variant(variant, Q, G, window=window, bottom=bottom,
+                                          start=start)
+    la = torch.randn(B, T, Q, G, Q, 2 * G + 1, generator=gen, dtype=torch.float64) * scale
+    if dead:                                             # some actions impossible (weight 0)
+        la = la.masked_fill(torch.rand(la.shape, generator=gen) < 0.4, float("-inf"))
+    la.requires_grad_()
+    res = stack(la)
+    r, lal, ln = _stepped(stack, la)
+    assert torch.allclose(r, res.reading, rtol=1e-10, atol=1e-12)
+    fin = torch.isfinite(res.log_alpha)
+    assert torch.equal(fin, torch.isfinite(lal))
+    assert torch.allclose(lal[fin], res.log_alpha[fin], rtol=1e-10, atol=1e-10)
+    assert torch.equal(torch.isfinite(ln), torch.isfinite(res.log_norm))
+    if T == 0:
+        return
+    wr = torch.randn(r.shape, generator=gen, dtype=torch.float64)
+    wa = torch.randn(lal.shape, generator=gen, dtype=torch.float64)
+    wn = torch.randn(ln.shape, generator=gen, dtype=torch.float64)
+
+    def loss(rr, aa, nn_):
+        return ((rr * wr).sum() + torch.where(fin, aa, 0.0).mul(wa).sum()
+                + torch.where(torch.isfinite(nn_), nn_, 0.0).mul(wn).sum())
+
+    g_step, = torch.autograd.grad(loss(r, lal, ln), la)
+    g_fwd, = torch.autograd.grad(loss(res.reading, res.log_alpha, res.log_norm), la)
+    assert torch.isfinite(g_step).all()
+    assert torch.allclose(g_step, g_fwd, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("window", [None, 4])
+def test_step_cost_follows_the_equations(window):
+    """What a step keeps: all columns unlimited (Eq. 3's pop term reads them all), the last
+    D − 1 (and the newest) with a window D, whatever the length."""
+    stack = NondeterministicStack(2, 3, window=window)
+    state = stack.initial_state(1)
+    with torch.no_grad():
+        for t in range(1, 13):
+            state, _ = stack.step(state, torch.randn(stack.action_shape(1, 1))[:, 0])
+            rows = [c.shape[1] for c in state.cols if c is not None]
+            if window is None:
+                assert rows == list(range(1, t + 1))
+            else:
+                assert len(state.cols) <= window and max(rows) <= window
+                assert len(state.vs) <= window + 1
+
+
+def test_step_bad_input():
+    stack = NondeterministicStack(2, 3)
+    state = stack.initial_state(2)
+    assert isinstance(state, NSState) and state.time == 0 and state.batch == 2
+    good = torch.zeros(2, 2, 3, 2, 7)
+    for bad, match in ((0, "batch"), (True, "batch"), ("2", "batch")):
+        with pytest.raises(InputError, match=match):
+            stack.initial_state(bad)
+    with pytest.raises(InputError, match="dtype"):
+        stack.initial_state(2, torch.int64)
+    with pytest.raises(InputError, match="NSState"):
+        stack.step("state", good)
+    with pytest.raises(InputError, match="Q=3"):
+        NondeterministicStack(3, 3).step(state, good)
+    with pytest.raises(InputError, match="shape"):
+        stack.step(state, torch.zeros(2, 1, 2, 3, 2, 7))
+    with pytest.raises(InputError, match="shape"):
+        stack.step(state, torch.zeros(3, 2, 3, 2, 7))
+    with pytest.raises(InputError, match="float64"):
+        stack.step(state, good.double())
+    with pytest.raises(InputError, match="NaN"):
+        stack.step(state, torch.full_like(good, float("nan")))
+    with pytest.raises(InputError, match="inf"):
+        stack.step(state, torch.full_like(good, float("inf")))
+    _, r = stack.step(state, good)                       # the old state stays usable
+    _, r2 = stack.step(state, good)
+    assert state.time == 0 and torch.equal(r, r2) and r.shape == (2, 2, 3)

@@ -18,12 +18,16 @@ r_0 the reading of α[0] (Eq. 3), y_0 = b_hy. Δ[t] comes from h_t and acts at s
 Eq. 2, so r_t already reflects x_t. The stack follows the paper's equations for its
 bottom (``bottom="paper"`` of `pdanet.constructions.stacks.ns`: stack symbol 0 is ⊥, the initial
 ⊥ is never replaced nor popped, Eq. 4 sums from i = 0 as the authors' code does); ``window`` is
-D of §5.1 (γ[i→t] = 0 for t − i > D). The stack runs step by step inside the controller loop
-(the controller reads r_{t−1}), in scaled linear arithmetic: every γ column and α are kept
-divided by a running per-step normaliser (constants for autograd; readings and gradients are
-those of the equations, checked against `pdanet.constructions.stacks.reference_ns`). Time per
-step O(B·Q³Γ²·t²) (O(B·Q³Γ²·D²) with a window), memory O(B·Q²Γ²·T²) (O(B·Q²Γ²·T·D)): the
-model is cubic in the length, as the paper says (§2.4).
+D of §5.1 (γ[i→t] = 0 for t − i > D). The stack is the module's ``stack``, a
+`pdanet.constructions.stacks.ns.NondeterministicStack` (Eq. 1 or exp, Eqs. 2–5), run one step
+at a time inside the controller loop through its `NondeterministicStack.step` (the controller
+reads r_{t−1} before it emits Δ[t]), with the same scaled linear arithmetic and the same
+numbers as its whole-sequence forward: every γ column and α are kept divided by a running
+per-step normaliser (constants for autograd; readings and gradients are those of the
+equations, checked against `pdanet.constructions.stacks.reference_ns`). Time per step
+O(B·Q³Γ²·t²) (O(B·Q³Γ²·D²) with a window): the model is cubic in the length, as the paper says
+(§2.4). Memory without gradients O(B·Q²Γ²·T²) (O(B·Q²Γ²·D²) with a window); with gradients
+autograd also keeps each step's pop operand, O(B·Q²Γ²·T³/3) in all (O(B·Q²Γ²·T·D²)).
 
 **Compiled** (`compile_dusell_chiang_ns`, …): a real-time DPDA (final-state or empty-stack
 acceptance) or a DFA recogniser, every move one of noop/push/pop/replace.
@@ -66,7 +70,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -80,7 +83,7 @@ from pdanet.constructions.abstraction import Abstraction
 from pdanet.constructions.base import CompiledNetwork, ExactWeight, as_dtype, load_exact
 from pdanet.constructions.realtime import RealtimeTable
 from pdanet.constructions.realtime import table as realtime_table
-from pdanet.constructions.stacks.ns import VARIANTS
+from pdanet.constructions.stacks.ns import VARIANTS, NondeterministicStack
 from pdanet.errors import CompileError, InputError, PdanetError
 
 BETA = 4096
@@ -89,142 +92,6 @@ TAU = sp.tanh(1)
 
 # model suffix -> the stack variant of §4 (`NondeterministicStack.variant` names)
 MODEL_VARIANTS = {"ns": "ns", "ns_s": "ns+s", "ns_u": "ns+u", "rns": "rns"}
-
-
-class _SafeLog(torch.autograd.Function):
-    """log x for x ≥ 0 with log 0 = −inf and a zero (not NaN) gradient there."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return torch.log(x)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return torch.where(x > 0, g / torch.where(x > 0, x, torch.ones_like(x)),
-                           torch.zeros_like(g))
-
-
-_safe_log = _SafeLog.apply
-
-
-def _below(x: torch.Tensor, rows: int) -> torch.Tensor:
-    """(B, n, ...) padded with zero rows at the end to (B, rows, ...)."""
-    return nn.functional.pad(x, (0,) * (2 * (x.dim() - 2)) + (0, rows - x.shape[1]))
-
-
-class _StackRun:
-    """The stack WFA of Eqs. 2–4 advanced one step at a time (paper bottom, optional window).
-
-    Column t holds E[i→t] for rows i = lo(t)..t−1 ([b, i, q, x, r, y]): γ[i→t] divided by the
-    product of the step normalisers c_{i+1} … c_t; ``v[t]`` = log α[t] minus log c_1 … c_t.
-    Every term of column t holds exactly one factor Δ[t], so dividing Δ[t] by c_t (its max-shift
-    e^{m_t}, then the column maximum) is consistent. With autograd (or a window) the columns are
-    a list of tensors and the pop term stacks the columns it reads; without autograd and without
-    a window they are written in place into one chart F[b, y, i, q, x, k, u] = E[i→k][q,x→u,y]
-    of T + 1 rows and columns, and the pop term is one batched matrix product on a strided view
-    of it (entries with k ≤ i are zeros never written)."""
-
-    def __init__(self, B: int, Q: int, N: int, start: int, window: int | None,
-                 like: torch.Tensor, T: int, dense: bool):
-        self.Q, self.N, self.D = Q, N, window
-        v0 = like.new_full((B, Q, N), float("-inf"))
-        v0[:, start, 0] = 0.0
-        self.v = [v0]
-        self.cols: list = [None]
-        self.logc = [like.new_zeros(B)]
-        self.F = like.new_zeros((B, N, T + 1, Q, N, T + 1, Q)) if dense else None
-
-    def lo(self, t: int) -> int:
-        return 0 if self.D is None else max(0, t - self.D)
-
-    def _prev(self, t: int) -> torch.Tensor:
-        """Column t − 1 as (B, rows, Q, N, Q, N)."""
-        if self.F is None:
-            return self.cols[t - 1]
-        return self.F[:, :, :t - 1, :, :, t - 1, :].permute(0, 2, 3, 4, 5, 1)
-
-    def _pop(self, t: int, X: torch.Tensor, lo: int, plo: int) -> torch.Tensor | None:
-        """Eq. 2, pop term for rows lo..t−3: Σ_{k=i+1}^{t−2} Σ_u γ[i→k][q,x→u,y] X[k][u,y→r],
-        X (B, k = plo..t−2, U, Y, R), as (B, t−2−lo, Q, N, Q, N) [b, i, q, x, r, y]."""
-        B, Q, N = X.shape[0], self.Q, self.N
-        rows = t - 2 - lo
-        if rows <= 0:
-            return None
-        if self.F is not None:    # rows 0..t−3, columns 1..t−2, cut into row pieces [r0, r1)
-            Xs = X[:, 1 - plo:].permute(0, 3, 1, 2, 4).reshape(B * N, rows * Q, Q)
-            n = 1 if rows < 24 else 2 if rows < 48 else 4
-            cuts = [rows * j // n for j in range(n + 1)]
-            out = []
-            for r0, r1 in pairwise(cuts):     # piece rows i ≥ r0 read columns k > r0 only
-                blk = self.F[:, :, r0:r1, :, :, 1 + r0:t - 1, :]
-                st = blk.stride()
-                blk = blk.as_strided((B * N, (r1 - r0) * Q * N, (rows - r0) * Q),
-                                     (st[1], st[4], 1))
-                out.append(torch.bmm(blk, Xs[:, r0 * Q:]))
-            pt = torch.cat(out, 1) if n > 1 else out[0]
-            return pt.view(B, N, rows, Q, N, Q).permute(0, 2, 3, 4, 5, 1)
-        ks = range(lo + 1, t - 1)                  # γ[i→k] rows lo..k−1, padded to t−2−lo
-        Gk = torch.stack([_below(self.cols[k][:, lo - self.lo(k):], rows) for k in ks], 1)
-        return torch.einsum("bkiqxuy,bkuyr->biqxry", Gk, X[:, lo + 1 - plo:])
-
-    def step(self, lact: torch.Tensor) -> torch.Tensor:
-        """Apply the log actions (B, Q, N, Q, 2N+1) of the next step; return v[t]."""
-        N = self.N
-        t = len(self.v)
-        with torch.no_grad():
-            m = lact.amax(dim=(1, 2, 3, 4))
-            m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
-        d = torch.exp(lact - m[:, None, None, None, None])
-        push, rep, pop = d[..., :N], d[..., N:2 * N], d[..., 2 * N]
-        lo = self.lo(t)
-        if t == 1:
-            C = push[:, None]                                              # Eq. 2, push
-        else:
-            prev = self._prev(t)                                           # rows lo(t−1)..t−2
-            plo = self.lo(t - 1)
-            repl = torch.einsum("biqxsz,bszry->biqxry", prev[:, lo - plo:], rep)  # Eq. 2, repl.
-            X = torch.einsum("bkuysz,bszr->bkuyr", prev, pop)             # γ[k→t−1]·Δ[t](pop)
-            popt = self._pop(t, X, lo, plo)                                # Eq. 2, pop
-            if popt is not None:
-                n = popt.shape[1]
-                repl = torch.cat([repl[:, :n] + popt, repl[:, n:]], 1)
-            C = torch.cat([repl, push[:, None]], 1)
-        with torch.no_grad():
-            s = C.amax(dim=(1, 2, 3, 4, 5))
-            s = torch.where(s > 0, s, torch.ones_like(s))
-        E = C / s[:, None, None, None, None, None]
-        if self.F is None:
-            self.cols.append(E)
-        else:
-            self.F[:, :, :t, :, :, t, :] = E.permute(0, 5, 1, 2, 3, 4)
-        self.logc.append(m + torch.log(s))
-        # Eq. 4 (from i = lo, i ≥ 0): α[t][r,y] = Σ_i Σ_{q,x} α[i][q,x] γ[i→t][q,x→r,y]
-        V = torch.stack(self.v[lo:t], 1)                                   # (B, I, Q, N)
-        with torch.no_grad():
-            w = V.amax(dim=(1, 2, 3))
-            w = torch.where(torch.isfinite(w), w, torch.zeros_like(w))
-        ev = torch.exp(V - w[:, None, None, None])
-        acc = torch.einsum("biqx,biqxry->bry", ev, E)
-        v = _safe_log(acc) + w[:, None, None]
-        self.v.append(v)
-        return v
-
-    def log_norm(self) -> torch.Tensor:
-        """log Σ α[t] for every t so far, (B, T+1)."""
-        P = torch.cumsum(torch.stack(self.logc, 1), 1)
-        return torch.logsumexp(torch.stack(self.v, 1).flatten(2), -1) + P
-
-
-def _reading(v: torch.Tensor, mode: str) -> torch.Tensor:
-    """Eq. 5 (mode "ns": tops) or §3.2 (mode "rns": (state, top) pairs) from log α (B, Q, N)."""
-    B = v.shape[0]
-    flat = v.reshape(B, -1)
-    alive = torch.isfinite(flat).any(-1, keepdim=True)
-    safe = torch.where(alive, flat, torch.zeros_like(flat))
-    r = torch.where(alive, torch.softmax(safe, -1), torch.zeros_like(flat)).view_as(v)
-    return r.sum(1) if mode == "ns" else r.reshape(B, -1)
 
 
 @dataclass(frozen=True)
@@ -276,6 +143,8 @@ class DuSellChiangRNN(nn.Module):
         self.cell = nn.LSTMCell(num_symbols + self.reading_size, hidden)   # §2.1: LSTM([x; r])
         self.actions = nn.Linear(hidden, Q * N * Q * (2 * N + 1))          # Eq. 1: W_ha, b_ha
         self.out = nn.Linear(hidden, num_outputs)                          # §2.1: W_hy, b_hy
+        # Eqs. 1–5 one step at a time (parameter-free; the paper's bottom)
+        self.stack = NondeterministicStack.variant(variant, Q, N, window=window, start=start)
 
     def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         r = self.run(ids)
@@ -305,28 +174,26 @@ class DuSellChiangRNN(nn.Module):
         limits.check(f"the nondeterministic stack's chart for {B} strings of length {T}",
                      B * (T + 1) * span * (Q * N) ** 2 * W.element_size(), "max_bytes",
                      hint="run fewer strings at once (verify: a smaller batch_size) or a window")
-        stack = _StackRun(B, Q, N, self.start, self.window, W, T,
-                          dense=self.window is None and not torch.is_grad_enabled())
-        r = _reading(stack.v[0], self.mode)                                # r_0 (Eq. 3, 5)
-        hs, rs, ys, acts = [h], [r], [self.out(h)], []
+        state = self.stack.initial_state(B, W.dtype, W.device)               # α[0] (Eq. 3)
+        r = state.reading.reshape(B, -1)                                   # r_0 (Eq. 5 / §3.2)
+        hs, rs, ys, acts, norms = [h], [r], [self.out(h)], [], [state.log_norm]
         for t in range(T):
             gates = xpart[:, t] + bias + r @ Wr + h @ Whh
             i, f, g, o = gates.chunk(4, 1)                                 # §2.1: LSTM
             c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
             h = torch.sigmoid(o) * torch.tanh(c)
             lact = self.actions(h).view(B, Q, N, Q, 2 * N + 1)             # W_ha h_t + b_ha
-            if self.normalize:                                             # Eq. 1: softmax_{q,x}
-                lact = torch.log_softmax(lact.reshape(B, Q, N, -1), -1).view_as(lact)
-            v = stack.step(lact)                                           # Eqs. 2–4 (§3.1: exp)
-            r = _reading(v, self.mode)                                     # Eq. 5 / §3.2
+            state, r = self.stack.step(state, lact)      # Eq. 1 (or §3.1's exp), Eqs. 2–4
+            r = r.reshape(B, -1)                                           # Eq. 5 / §3.2
             hs.append(h)
             rs.append(r)
             ys.append(self.out(h))                                         # y_t = W_hy h_t + b_hy
             acts.append(lact)
+            norms.append(state.log_norm)
         log_actions = (torch.stack(acts, 1) if acts
                        else W.new_zeros(B, 0, Q, N, Q, 2 * N + 1))
         return DuSellChiangRun(torch.stack(hs, 1), torch.stack(rs, 1), torch.stack(ys, 1),
-                               log_actions, stack.log_norm())
+                               log_actions, torch.stack(norms, 1))
 
 
 # --- compile ------------------------------------------------------------------------------------

@@ -10,7 +10,9 @@ frozen dataclasses of tensors; actions are NamedTuples of tensors produced by a 
 - `SuzgunStack`, `BabyNTM`: Suzgun et al. (2019).
 - `InputBuffer`, `OutputBuffer`: Hao et al. (2018) §2.3 (ε-steps on input and output).
 - `NondeterministicStack`: DuSell & Chiang (2021), the (R)NS-RNN's stack WFA (Lang's algorithm
-  over log action weights; its own ``forward(log_actions) -> NSResult`` interface).
+  over log action weights; its own ``forward(log_actions) -> NSResult`` interface, and
+  ``initial_state(batch)`` / ``step(state, log_actions_t) -> (NSState, reading_t)`` for a
+  controller that needs r_{t−1} before it emits step t's actions).
 
 The Grefenstette, Joulin–Mikolov and Suzgun stores are also `Store`s (`protocol`): they give a
 compiled controller their one-step op encoding (``actions``), their discrete semantics
@@ -28,7 +30,7 @@ from pdanet.constructions.stacks.grefenstette import (
     StackActions,
     StratifiedState,
 )
-from pdanet.constructions.stacks.ns import NondeterministicStack
+from pdanet.constructions.stacks.ns import NondeterministicStack, NSState
 from pdanet.constructions.stacks.protocol import Store, StoreRun, SymbolCodes, check_store
 from pdanet.constructions.stacks.superposition import (
     NOOP,
@@ -72,6 +74,7 @@ __all__ = [
     "DequeState",
     "InputBuffer",
     "MemoryState",
+    "NSState",
     "NeuralDeQue",
     "NeuralQueue",
     "NeuralStack",

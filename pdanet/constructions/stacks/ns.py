@@ -27,6 +27,13 @@ Three conventions for the bottom of the stack (``bottom``):
   ignored. This is what a compiled weighted PDA means by its ⊥; the readings differ from the
   paper's on the same actions.
 
+One step at a time: `NondeterministicStack.initial_state` and `NondeterministicStack.step`
+(state, log actions of step t) → (`NSState`, reading of α[t]), for a controller that reads
+r_{t−1} before it emits step t's actions (DuSell & Chiang's LSTM, `pdanet.models.dusell_chiang`).
+Same conventions and the same scaled arithmetic as the whole-sequence forward (same readings,
+log α and gradients), with the columns as a list of tensors that autograd differentiates
+directly: step t costs O(B·Q³G²·t²) (Eq. 2's pop term), O(B·Q³G²·D²) with a window.
+
 ``normalize`` applies Eq. 1 first (the actions of each (q, x) are a softmax over (r, v): the
 NS-RNN's probabilities; under "extended" over the entries it keeps), otherwise the weights are
 exp(log Δ) (§3.1, the "+U" of the RNS-RNN). `NondeterministicStack.variant` names the four
@@ -329,6 +336,59 @@ class _BatchMajor(torch.autograd.Function):
 _batch_major = _BatchMajor.apply
 
 
+@dataclass(frozen=True, eq=False)
+class NSState:
+    """The stack after some steps of `NondeterministicStack.step` (immutable; each step returns
+    a new one). ``time`` t counts the steps taken (the "reachable" bottom's extra first step
+    is not counted); ``reading`` (B, Q, G) in RNS mode or (B, G) in NS mode is the reading of
+    α[t]; ``log_alpha`` (B, Q, G) and ``log_norm`` (B,) are log α[t] and log Σ α[t].
+
+    Internally (the scaled arithmetic of the module docstring): ``cols`` the kept columns
+    E[·→k] for k = ``first`` … (each (B, rows, Q, G, Q, G) [b, i, q, x, r, y] over rows
+    lo(k)..k−1, lo(k) = max(0, k − D) with a window, else 0; entry None for column 0, which has
+    no rows), ``vs`` the kept v[k] = log α[k] − P[k] for k = ``first_v`` …, ``P`` (B,) the log
+    normaliser P[t], ``step_index`` the internal step count (t, plus one under "reachable")."""
+
+    time: int
+    step_index: int
+    cols: tuple
+    first: int
+    vs: tuple
+    first_v: int
+    P: torch.Tensor
+    reading: torch.Tensor
+    num_states: int
+    num_stack: int
+
+    @property
+    def batch(self) -> int:
+        return self.P.shape[0]
+
+    @property
+    def log_alpha(self) -> torch.Tensor:
+        return self.vs[-1] + self.P[:, None, None]
+
+    @property
+    def log_norm(self) -> torch.Tensor:
+        return torch.logsumexp(self.vs[-1].flatten(1), -1) + self.P
+
+
+def _pad_rows(x: torch.Tensor, rows: int) -> torch.Tensor:
+    """(B, n, ...) padded with zero rows at the end to (B, rows, ...)."""
+    return nn.functional.pad(x, (0,) * (2 * (x.dim() - 2)) + (0, rows - x.shape[1]))
+
+
+def _read(v: torch.Tensor, mode: str) -> torch.Tensor:
+    """Eq. 5 (mode "ns": (B, G) over tops) or §3.2 (mode "rns": (B, Q, G)) from v (B, Q, G),
+    zeros where no run survives."""
+    B = v.shape[0]
+    flat = v.reshape(B, -1)
+    alive = torch.isfinite(flat).any(-1, keepdim=True)
+    safe = torch.where(alive, flat, torch.zeros_like(flat))
+    r = torch.where(alive, torch.softmax(safe, -1), torch.zeros_like(flat)).view_as(v)
+    return r.sum(1) if mode == "ns" else r
+
+
 class NondeterministicStack(nn.Module):
     """Parameter-free stack WFA of the (R)NS-RNN (see the module docstring).
 
@@ -443,5 +503,138 @@ class NondeterministicStack(nn.Module):
             log_alpha, reading, log_norm = log_alpha[:, 1:], reading[:, 1:], log_norm[:, 1:]
         return NSResult(log_alpha, reading, log_norm, stored)
 
+    # --- one step at a time ---------------------------------------------------------------
+    def initial_state(self, batch: int, dtype: torch.dtype = torch.float32,
+                      device: torch.device | str | None = None) -> NSState:
+        """The stack at time 0 for ``batch`` strings: one run in (q0, ⊥) (Eq. 3); under the
+        "reachable" bottom, after the extra first step that pushes ⊥ (module docstring)."""
+        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+            raise InputError(f"batch must be a positive integer, got {batch!r}")
+        if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+            raise InputError(f"dtype must be a floating-point torch dtype, got {dtype!r}")
+        Q, G = self.num_states, self.num_stack
+        v0 = torch.full((batch, Q, G), float("-inf"), dtype=dtype, device=device)
+        v0[:, self.start, 0] = 0.0
+        P = v0.new_zeros(batch)
+        state = NSState(0, 0, (None,), 0, (v0,), 0, P, _read(v0, self.mode), Q, G)
+        if self.bottom == "reachable":      # push ⊥ from (q0, ⊥) to q0 with weight 1
+            first = v0.new_full((batch, Q, G, Q, 2 * G + 1), float("-inf"))
+            first[:, self.start, 0, self.start, 0] = 0.0
+            state = self._advance(state, first, count=False)
+        return state
 
-__all__ = ["BOTTOMS", "VARIANTS", "NSResult", "NondeterministicStack", "valid_mask"]
+    def step(self, state: NSState, log_actions: torch.Tensor) -> tuple[NSState, torch.Tensor]:
+        """Apply one step's log actions (B, Q, G, Q, 2G+1) (the conventions of `forward`:
+        Eq. 1 when ``normalize``, the bottom convention, the window) to ``state`` → (the new
+        state, its reading: (B, Q, G) in RNS mode, (B, G) in NS mode). Stepping through
+        ``log_actions[:, t]`` for t = 0..T−1 gives `forward`'s ``reading[:, t + 1]``,
+        ``log_alpha`` and ``log_norm`` with the same arithmetic, and their gradients. Step t
+        costs O(B·Q³G²·t²) time (the pop term of Eq. 2) and keeps O(B·Q²G²·t²) chart entries;
+        with a window D, O(B·Q³G²·D²) and O(B·Q²G²·D²)."""
+        if not isinstance(state, NSState):
+            raise InputError(f"state must be an NSState from initial_state or step, got "
+                             f"{type(state).__name__}")
+        if (state.num_states, state.num_stack) != (self.num_states, self.num_stack):
+            raise InputError(f"state is for Q={state.num_states}, G={state.num_stack}; this "
+                             f"stack has Q={self.num_states}, G={self.num_stack}")
+        Q, G = self.num_states, self.num_stack
+        shape = (state.batch, Q, G, Q, 2 * G + 1)
+        if not isinstance(log_actions, torch.Tensor) or tuple(log_actions.shape) != shape:
+            raise InputError(f"log actions of one step must have shape {shape} (batch, Q, G, "
+                             f"Q, 2G+1), got "
+                             f"{tuple(getattr(log_actions, 'shape', ())) or type(log_actions)}")
+        if log_actions.dtype != state.P.dtype or log_actions.device != state.P.device:
+            raise InputError(f"log actions are {log_actions.dtype} on {log_actions.device}; the "
+                             f"state is {state.P.dtype} on {state.P.device}")
+        if torch.isnan(log_actions).any() or (log_actions == float("inf")).any():
+            raise InputError("log actions contain NaN or +inf")
+        lact = log_actions
+        if self.bottom == "extended":
+            lact = lact.masked_fill(~valid_mask(G, lact.device)[None, None, :, None, :],
+                                    float("-inf"))
+        if self.normalize:            # Eq. 1 (a row without finite entries stays all 0)
+            ok = torch.isfinite(lact).any(dim=(3, 4), keepdim=True)
+            lse = torch.logsumexp(torch.where(ok, lact, torch.zeros_like(lact)), dim=(3, 4),
+                                  keepdim=True)
+            lact = lact - torch.where(ok, lse, torch.zeros_like(lse))
+        new = self._advance(state, lact, count=True)
+        return new, new.reading
+
+    def _lo(self, k: int) -> int:
+        return 0 if self.window is None else max(0, k - self.window)
+
+    def _advance(self, state: NSState, lact: torch.Tensor, count: bool) -> NSState:
+        """Eqs. 2 and 4 for internal step t = state.step_index + 1 on the final log actions
+        (masked and normalised) in the scaled arithmetic of the module docstring."""
+        Q, G, D = self.num_states, self.num_stack, self.window
+        QG = Q * G
+        B = lact.shape[0]
+        t = state.step_index + 1
+        ext = self.bottom == "extended"
+        with torch.no_grad():
+            m = lact.amax(dim=(1, 2, 3, 4))
+            m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+        d = torch.exp(lact - m[:, None, None, None, None])
+        push = d[..., :G]                                                # (B, Q, G, Q, G)
+        rp = torch.cat([d[..., G:2 * G].reshape(B, QG, QG), d[..., 2 * G].reshape(B, QG, Q)], 2)
+        lo = self._lo(t)
+        cols, first = state.cols, state.first
+        if t >= 2:
+            plo = self._lo(t - 1)
+            prev = cols[t - 1 - first]                                   # rows plo..t−2
+            out = torch.bmm(prev.reshape(B, -1, QG), rp).view(B, t - 1 - plo, Q, G, QG + Q)
+            rep = out[:, lo - plo:, :, :, :QG].reshape(B, t - 1 - lo, Q, G, Q, G)  # Eq. 2, repl.
+            X = out[..., QG:]                                            # (B, K, U, Y, R)
+            rows = t - 2 - lo                                            # pop rows lo..t−3
+            if rows > 0:     # Eq. 2, pop: Σ_{k=i+1}^{t−2} Σ_u E[i→k][q,x→u,y] X[k][u,y→r]
+                Gk = torch.stack([_pad_rows(cols[k - first][:, lo - self._lo(k):], rows)
+                                  for k in range(lo + 1, t - 1)], 1)   # [b, k, i, q, x, u, y]
+                popt = torch.einsum("bkiqxuy,bkuyr->biqxry", Gk, X[:, lo + 1 - plo:])
+                C = torch.cat([rep[:, :rows] + popt, rep[:, rows:], push[:, None]], 1)
+            else:
+                C = torch.cat([rep, push[:, None]], 1)
+            if ext:                                                      # bottom level
+                Y = torch.cat([X[:, :, :, 0], d[:, :, 0, :, G][:, None]], 1)
+        else:
+            plo = 0
+            C = push[:, None]
+            if ext:
+                Y = d[:, :, 0, :, G][:, None]
+        with torch.no_grad():
+            s = C.amax(dim=(1, 2, 3, 4, 5))
+            s = torch.where(s > 0, s, torch.ones_like(s))
+        E = C / s.view(B, 1, 1, 1, 1, 1)                                 # rows lo..t−1
+        vs, fv = state.vs, state.first_v
+        Vr = torch.stack(vs[lo - fv:], 1)                                # v[lo..t−1]
+        with torch.no_grad():
+            wm = Vr.amax(dim=(1, 2, 3)).nan_to_num(neginf=0.0)
+        ev = torch.exp(Vr - wm[:, None, None, None])
+        # Eq. 4: α[t][r,y] = Σ_i Σ_{q,x} α[i][q,x] γ[i→t][q,x→r,y]
+        acc = torch.bmm(ev.reshape(B, 1, -1), E.reshape(B, -1, QG)).view(B, Q, G)
+        if not ext:
+            v = _safe_log(acc) + wm[:, None, None]
+        else:            # the bottom level from v[plo..t−1]'s ⊥ entries, with its own shift
+            V0 = torch.stack(vs[plo - fv:], 1)[..., 0]                   # (B, K+1, Q)
+            with torch.no_grad():
+                wm0 = V0.amax(dim=(1, 2)).nan_to_num(neginf=0.0)
+                shift = wm[:, None, None].repeat(1, Q, G)
+                shift[:, :, 0] = wm0[:, None]
+            ev0 = torch.exp(V0 - wm0[:, None, None])
+            accb = torch.bmm(ev0.reshape(B, 1, -1), Y.reshape(B, -1, Q)).view(B, Q, 1)
+            acc = torch.cat([accb / s.view(B, 1, 1), acc[:, :, 1:]], dim=2)
+            v = _safe_log(acc) + shift
+        # keep what step t + 1 reads: columns k ≥ min(t, t + 2 − D) (its pop operands and
+        # replace), v[k] for k ≥ t − D (its α and bottom level); everything when unlimited
+        cols, vs = cols + (E,), vs + (v,)
+        if D is not None:
+            drop_c = max(0, min(t, t + 2 - D) - first)
+            cols, first = cols[drop_c:], first + drop_c
+            drop_v = max(0, t - D - fv)
+            vs, fv = vs[drop_v:], fv + drop_v
+        P = state.P + m + torch.log(s)
+        return NSState(state.time + int(count), t, cols, first, vs, fv, P, _read(v, self.mode),
+                       Q, G)
+
+
+__all__ = ["BOTTOMS", "VARIANTS", "NSResult", "NSState", "NondeterministicStack",
+           "valid_mask"]
