@@ -294,3 +294,131 @@ def test_compiled_plus_noise_without_a_tolerance_is_typed(monkeypatch):
     net = compile_model(machine_of(p, p.size("small")), p.model)
     with pytest.raises(InputError, match="certified weight tolerance.*CertificationError"):
         build(net, p.model, "compiled+noise", noise=0.1)
+
+
+# ------------------------------------------ DuSell & Chiang's language-model protocol (§4)
+LM_TINY = {"train_lengths": (3, 5, 7), "test_lengths": (9,), "n_train": 8, "n_valid": 6,
+           "n_test_per_length": 3, "epochs": 0, "batch_size": 4}
+
+
+def _lm_tiny(task="marked_reversal_lm", **over):
+    from pdanet.experiments.lm import lm_datasets
+
+    p = protocol("dusell2021", task)
+    sz = replace(p.size("small"), **{**LM_TINY, **over})
+    return p, sz, lm_datasets(p, sz, seed=0)
+
+
+@settings(max_examples=12, deadline=None)
+@given(task=st.sampled_from(["marked_reversal_lm", "unmarked_reversal_lm", "padded_reversal_lm",
+                             "dyck_lm"]), n=st.integers(1, 5))
+def test_lm_true_distribution_matches_grammar_brute_force(task, n):
+    """The reference log-probabilities against the inside algorithm, and the length normaliser
+    against the sum of p_G over every string of length n (enumerated)."""
+    import math
+
+    from pdanet.automata.tasks.probability import inside, log_probability_given_length
+    from pdanet.constructions.ns_lm import compile_ns_lm, string_log_probs
+
+    _, _, (sets, machine, g) = _lm_tiny(task, train_lengths=(2, 3, 4, 5, 6),
+                                        test_lengths=(6, 7))
+    valid = sets["valid"]
+    N = len({n_ for n_ in range(2, 7)
+             if math.isfinite(float(g.length_table(6, weighted=True).total(n_)))})
+    for s, lp, lt in zip(valid.strings, valid.pcfg_logp, valid.true_logp):
+        assert lp == pytest.approx(math.log(inside(g, s)), abs=1e-6)
+        assert lt == pytest.approx(log_probability_given_length(g, s) - math.log(N), abs=1e-6)
+    exact = compile_ns_lm(machine, dtype=torch.float64)
+    words = list(itertools.product(machine.alphabet, repeat=n))
+    total = float(np.exp(string_log_probs(exact, words)).sum())
+    assert total == pytest.approx(math.exp(float(g.length_table(n, weighted=True).total(n))),
+                                  rel=1e-9, abs=1e-15)
+
+
+def test_lm_compiled_exact_head_is_the_pcfg_and_random_is_not(tmp_path):
+    """Before training, the compiled exact head scores CE difference ≈ 0 against the PCFG, and
+    against the paper's true distribution exactly the length-prior gap; a random start is far
+    off. The record has the common schema and round-trips through JSON."""
+    import math
+
+    from pdanet.automata.tasks.probability import cross_entropy_lower_bound
+
+    rec = run_experiment("dusell2021", "marked_reversal_lm", "ns_lm_exact", "compiled", seed=0,
+                         out=tmp_path, overrides=LM_TINY)
+    f = rec["final"]
+    assert rec["id"] == "dusell2021.marked_reversal_lm.ns_lm_exact.compiled.small.s0"
+    assert abs(f["valid_pcfg"]) <= 1e-3 and abs(f["test_pcfg"]) <= 1e-3
+    _, _, (sets, _, g) = _lm_tiny()
+    for name, N in (("valid", 3), ("test", 1)):
+        d = sets[name]
+        assert f[f"{name}_true_ce"] == pytest.approx(cross_entropy_lower_bound(g, d.strings, N),
+                                                     abs=1e-9)
+        table = g.length_table(9, weighted=True)
+        gap = -sum(float(table.total(len(s))) + math.log(N) for s in d.strings) / sum(
+            len(s) + 1 for s in d.strings)
+        assert f[name] == pytest.approx(gap, abs=1e-3)
+    assert read_record(tmp_path / f"{rec['id']}.json") == json.loads(json.dumps(rec))
+    assert set(rec) >= {"schema", "id", "config", "protocol", "network", "curve", "final",
+                        "by_length", "by_length_before", "wall_time_s", "versions", "plots"}
+    assert rec["config"]["metric"] == "ce_difference" and rec["config"]["target"] == "lm_eos"
+    assert [b["beyond_training"] for b in rec["by_length"]] == [False] * 3 + [True]
+    assert all(abs(b["ce_difference_pcfg"]) <= 1e-3 for b in rec["by_length"])
+    rnd = run_experiment("dusell2021", "marked_reversal_lm", "ns_lm", "random", seed=0,
+                         overrides={**LM_TINY, "epochs": 1})
+    assert rnd["final"]["valid_before"] > 0.05 and rnd["final"]["test_pcfg_before"] > 0.05
+    assert len(rnd["curve"]) == 2 and rnd["curve"][1]["examples"] == LM_TINY["n_train"]
+    assert rnd["network"]["parameters"] > 0
+    text = render([rec, rnd])
+    assert "### marked_reversal_lm (small) — metric: ce_difference" in text
+    assert "DuSell & Chiang (2021) §4" in text and "within 0.05 nats" in text
+    assert "examples to ≤ 0.05 nats" in text and "| 0.050 |" in text
+    assert "Against the PCFG's own p_G(w)" in text
+    assert "Compiled start:" not in text        # the two starts are of different models
+
+
+def test_lm_softmax_compiled_start_is_close_and_trains():
+    """The paper's softmax head from the compiled weights starts near the PCFG (its floor's mass
+    only: Dyck's PDA is deterministic, its readings one-hot) and its loss is finite under training."""
+    rec = run_experiment("dusell2021", "dyck_lm", "ns_lm", "compiled", seed=1,
+                         overrides={**LM_TINY, "train_lengths": (2, 4), "test_lengths": (6,),
+                                    "epochs": 1})
+    assert abs(rec["final"]["test_pcfg_before"]) <= 1e-3
+    assert np.isfinite(rec["curve"][1]["loss"]) and np.isfinite(rec["final"]["valid"])
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"model": "ns_lm", "init": "compiled+noise", "noise": 0.1}, "no weight tolerance"),
+    ({"model": "ns_lm_exact", "init": "random"}, "no random initialisation"),
+    ({"model": "lstm", "init": "compiled"}, "takes model one of"),
+])
+def test_lm_bad_input_is_typed(kwargs, match):
+    with pytest.raises(InputError, match=match):
+        run_experiment("dusell2021", "marked_reversal_lm", overrides=LM_TINY, **kwargs)
+
+
+def test_lm_protocol_checks():
+    with pytest.raises(InputError, match="no protocol for task 'hardest_cfl_lm'"):
+        protocol("dusell2021", "hardest_cfl_lm")
+    p = protocol("dusell2021", "dyck_lm")
+    with pytest.raises(InputError, match="ce_difference"):
+        replace(p, lm=None)
+    with pytest.raises(InputError, match="ce_difference"):
+        replace(protocol("hao2018"), metric="ce_difference")
+    with pytest.raises(InputError, match="no string of any"):
+        _lm_tiny(train_lengths=(2, 4), test_lengths=(9,))
+
+
+def test_lm_sweep_resumes(tmp_path):
+    """The language-model jobs run as sweep jobs like the others (records by job id), and a
+    second sweep finds their records and runs nothing."""
+    grid = jobs(["dusell2021"], tasks=["dyck_lm"], models=["ns_lm"], inits=["compiled"],
+                seeds=[0, 1], overrides={**LM_TINY, "train_lengths": (2, 4),
+                                         "test_lengths": (6,)})
+    assert [j.id for j in grid] == [f"dusell2021.dyck_lm.ns_lm.compiled.small.s{s}"
+                                    for s in (0, 1)]
+    first = sweep(grid, tmp_path)
+    stamps = [(tmp_path / f"{j.id}.json").stat().st_mtime_ns for j in grid]
+    assert [r["config"]["metric"] for r in first] == ["ce_difference"] * 2
+    again = sweep(grid, tmp_path)
+    assert [(tmp_path / f"{j.id}.json").stat().st_mtime_ns for j in grid] == stamps
+    assert again == [read_record(tmp_path / f"{j.id}.json") for j in grid]

@@ -16,6 +16,12 @@ def _figure(width: float = 6.0, height: float = 3.6):
     return fig
 
 
+def _ylim(ax, record: dict[str, Any]) -> None:
+    """[0, 1] for accuracies; the data's own range for a cross-entropy difference (nats)."""
+    if record["config"]["metric"] != "ce_difference":
+        ax.set_ylim(-0.02, 1.02)
+
+
 def _title(record: dict[str, Any]) -> str:
     c = record["config"]
     noise = f" ρ={c['noise']}" if c["init"] == "compiled+noise" else ""
@@ -34,7 +40,7 @@ def learning_curve(record: dict[str, Any], path: str | Path) -> Path:
     ax.plot(x, [row["test"] for row in curve], marker="s", label=f"test {metric} (longer)")
     ax.set_xlabel("training examples seen")
     ax.set_ylabel(metric)
-    ax.set_ylim(-0.02, 1.02)
+    _ylim(ax, record)
     ax2 = ax.twinx()
     ax2.plot(x[1:], [row["loss"] for row in curve[1:]], color="grey", ls="--", label="train loss")
     ax2.set_ylabel("training loss")
@@ -66,7 +72,7 @@ def by_length(record: dict[str, Any], path: str | Path) -> Path:
                    label="beyond training lengths")
     ax.set_xlabel("string length (bin centre)")
     ax.set_ylabel(record["config"]["metric"])
-    ax.set_ylim(-0.02, 1.02)
+    _ylim(ax, record)
     ax.legend(fontsize=7)
     ax.set_title(_title(record), fontsize=8)
     fig.tight_layout()

@@ -11,6 +11,12 @@ Where pdanet's task differs from the paper's (a target or a metric that is not i
 the protocol's ``deviation`` says so; the table in ``docs/experiments.md`` prints it. Switching a
 protocol to a paper target once it lands is one line: its ``target`` (or ``task``) field.
 
+DuSell & Chiang's (2021) own protocol is a language model trained with EOS and scored by
+cross-entropy difference (``metric="ce_difference"``): the protocols ``dusell2021`` /
+``marked_reversal_lm``, ``unmarked_reversal_lm``, ``padded_reversal_lm``, ``dyck_lm`` (field
+``lm``: the task of `pdanet.constructions.ns_lm.dusell_lm_machine`), run by
+`pdanet.experiments.lm`; the hardest CFL has none (no probabilistic real-time PDA yet).
+
 No torch here: the CLI reads this module to list protocols.
 """
 
@@ -23,7 +29,9 @@ from pdanet.errors import InputError
 
 #: metric names (`pdanet.experiments.evaluation`)
 METRICS = ("coarse", "fine", "masked_accuracy", "sequence_accuracy", "per_symbol_accuracy",
-           "bracket_accuracy")
+           "bracket_accuracy", "ce_difference")
+#: metrics where lower is better (nats)
+LOWER_IS_BETTER = ("ce_difference",)
 OPTIMISERS = ("adam", "rmsprop")
 SIZES = ("small", "paper")
 INITS = ("random", "compiled", "compiled+noise")
@@ -80,12 +88,18 @@ class Protocol:
     reported_value: float | None = None
     deviation: str = ""
     notes: str = ""
+    #: a DuSell & Chiang language-model task (`pdanet.constructions.ns_lm.LM_TASKS`): the run
+    #: trains a language model with EOS and scores ``ce_difference`` (`pdanet.experiments.lm`)
+    lm: str | None = None
 
     def __post_init__(self):
         if self.metric not in METRICS:
             raise InputError(f"metric must be one of {METRICS}, got {self.metric!r}")
         if self.optimiser not in OPTIMISERS:
             raise InputError(f"optimiser must be one of {OPTIMISERS}, got {self.optimiser!r}")
+        if (self.lm is None) == (self.metric == "ce_difference"):
+            raise InputError("metric 'ce_difference' goes with a language-model task (lm=...) "
+                             f"and only with one; got metric {self.metric!r}, lm {self.lm!r}")
         if set(self.sizes) != set(SIZES):
             raise InputError(f"a protocol needs sizes {SIZES}, got {sorted(self.sizes)}")
 
@@ -98,6 +112,46 @@ class Protocol:
 def _even(lo: int, hi: int) -> tuple[int, ...]:
     """lo, lo + 2, …, ≤ hi (every other length: the tasks' strings have one parity)."""
     return tuple(range(lo, hi + 1, 2))
+
+
+_LM_REPORTED = ("RNS-RNN (NS+S+U) within 0.05 nats of the true distribution on the validation "
+                "set (§4 Results, Fig. 1; by test length: Fig. 2)")
+_LM_DEVIATION = ("the model is the NS-RNN language model of pdanet.constructions.ns_lm: the "
+                 "action weights are an embedding of the symbol read (no LSTM controller), the "
+                 "output layer reads the RNS reading directly; the paper's hyperparameter grid "
+                 "(lr × 5 restarts, best on validation) is one lr here; small: short strings.")
+_LM_NOTES = ("metric: cross-entropy difference, model minus true distribution (p_G(w | |w|) / "
+             "number of lengths), nats per symbol with one EOS per string (§4); lower is "
+             "better, 0 optimal. The hardest CFL has no probabilistic real-time PDA in pdanet "
+             "yet: not run.")
+
+
+def _lm(task: str, section_task: str, small: Size) -> Protocol:
+    return Protocol(
+        "dusell2021", f"{task}_lm", f"DuSell & Chiang (2021) §4, {section_task}", "ns_lm",
+        "ce_difference", "adam",
+        {  # §4: 10,000 train strings of lengths [40, 80], 1,000 valid, test 100 per length
+           # [40, 100]; ≤ 200 epochs; lr grid {0.01, 0.005, 0.001, 0.0005}
+            "paper": Size(tuple(range(40, 81)), tuple(range(40, 101)), 10_000, 1000, 100, 200,
+                          10, 5e-3),
+            "small": small},
+        reported=_LM_REPORTED, reported_value=0.05, deviation=_LM_DEVIATION, notes=_LM_NOTES,
+        lm=task, clip=5.0)
+
+
+#: small: lengths 3–10 (test 11–15) instead of 40–80 (test 40–100), and the grammars' mean
+#: lengths scaled by about the same factor (7/60), so that the PCFG's own length distribution sits on
+#: the training lengths as the paper's (mean 60 in [40, 80]) does
+_LM_SMALL = Size(tuple(range(3, 11)), tuple(range(11, 16)), 100, 40, 4, 5, 10, 1e-2)
+_LM_PROTOCOLS = (
+    _lm("marked_reversal", "marked reversal",
+        replace(_LM_SMALL, params={"mean_length": 7})),
+    _lm("unmarked_reversal", "unmarked reversal",
+        replace(_LM_SMALL, params={"mean_length": 7})),
+    _lm("padded_reversal", "padded reversal",
+        replace(_LM_SMALL, params={"mean_content_length": 7, "mean_padding_length": 4})),
+    _lm("dyck", "Dyck-2", replace(_LM_SMALL, params={"mean_nesting_depth": 5})),
+)
 
 
 # One line per protocol field that a newly landed paper target would change (``task``,
@@ -153,10 +207,10 @@ PROTOCOLS: dict[tuple[str, str], Protocol] = {(p_.paper, p_.task): p_ for p_ in 
             "small": Size(_even(5, 21), _even(23, 41), 300, 100, 6, 10, 10, 1e-2)},
         reported="Gref (LSTM + stratification stack) solves marked reversal; RNS-RNN within "
                  "0.05 nats of the true cross-entropy (§4 Results, Fig. 1–2)",
-        deviation="the paper trains language models (cross-entropy minus the true entropy); "
-                  "pdanet has no LM-with-EOS target for this task yet, so the model labels "
-                  "every prefix accept/reject and the metric is sequence accuracy — not "
-                  "comparable with the paper's nats.",
+        deviation="the paper trains language models (cross-entropy minus the true entropy: "
+                  "the protocol marked_reversal_lm); here the model labels every prefix "
+                  "accept/reject and the metric is sequence accuracy — not comparable with the "
+                  "paper's nats.",
         notes="palindromes w # w^R over {0, 1} from the task's PCFG."),
     Protocol(
         "hewitt2020", "dyck", "Hewitt et al. (2020) (blog: Dyck-(k, m) generation)",
@@ -169,7 +223,7 @@ PROTOCOLS: dict[tuple[str, str], Protocol] = {(p_.paper, p_.task): p_ for p_ in 
         deviation="the paper's sizes are pdanet's choice (only the blog post is at hand).",
         notes="next-symbol sets of Dyck-(2, 3); close-bracket accuracy (softmax over closes > "
               "0.8)."),
-)}
+) + _LM_PROTOCOLS}
 
 
 def papers() -> list[str]:
@@ -199,5 +253,5 @@ def with_size(p: Protocol, name: str, **changes) -> Protocol:
     return replace(p, sizes=sizes)
 
 
-__all__ = ["INITS", "METRICS", "OPTIMISERS", "PROTOCOLS", "SIZES", "Protocol", "Size", "papers",
+__all__ = ["INITS", "LOWER_IS_BETTER", "METRICS", "OPTIMISERS", "PROTOCOLS", "SIZES", "Protocol", "Size", "papers",
            "protocol", "with_size"]

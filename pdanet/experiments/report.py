@@ -6,7 +6,8 @@ Rows group the records of one (task, model, initialisation, size) over their see
 the median over seeds with [min, max]. "examples to 0.99" is the number of training examples
 seen until the metric on the validation strings (training lengths) first reached 0.99 (epoch
 granularity; 0 = before any training; "never" when no seed reached it, else the median over the
-seeds that did, with how many).
+seeds that did, with how many). For a cross-entropy difference (lower is better) it is "examples
+to ≤ 0.05 nats", DuSell & Chiang's near-optimal band.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pdanet.errors import InputError
-from pdanet.experiments.protocols import PROTOCOLS
+from pdanet.experiments.protocols import LOWER_IS_BETTER, PROTOCOLS
 
 INIT_ORDER = {"random": 0, "compiled": 1, "compiled+noise": 2}
 
@@ -49,6 +50,13 @@ def _examples(values: Sequence[int | None]) -> str:
         return "never"
     s = f"{statistics.median(hit):g}"
     return s if len(hit) == len(values) else f"{s} ({len(hit)}/{len(values)} seeds)"
+
+
+def _target(metric: str) -> tuple[str, str]:
+    """(key in ``final`` of the examples-to-target count, its column label)."""
+    if metric in LOWER_IS_BETTER:
+        return "examples_to_valid_0.05", "examples to ≤ 0.05 nats"
+    return "examples_to_valid_0.99", "examples to 0.99"
 
 
 def _paper(prot: dict[str, Any]) -> str:
@@ -93,10 +101,11 @@ def _length_table(rows: list[tuple[str, list[dict[str, Any]]]]) -> list[str]:
 
 def _finding(task_groups: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> str:
     """One generated sentence per task: what the compiled start did, from the numbers."""
-    by = {_label(c): recs for c, recs in task_groups}
-    if "random" not in by or "compiled" not in by:
+    by = {(c["model"], _label(c)): recs for c, recs in task_groups}
+    models = [m for m, label in by if label == "random" and (m, "compiled") in by]
+    if not models:
         return ""
-    rnd, cmp_ = by["random"], by["compiled"]
+    rnd, cmp_ = by[(models[0], "random")], by[(models[0], "compiled")]   # one model, two starts
     metric = rnd[0]["config"]["metric"]
 
     def med(recs, key):
@@ -106,14 +115,25 @@ def _finding(task_groups: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> 
         vals = [b["metric"] for r in recs for b in r["by_length"] if b["beyond_training"]]
         return statistics.mean(vals) if vals else float("nan")
 
-    ex_r = [r["final"]["examples_to_valid_0.99"] for r in rnd]
-    ex_c = [r["final"]["examples_to_valid_0.99"] for r in cmp_]
+    key, label = _target(metric)
+    ex_r = [r["final"].get(key) for r in rnd]
+    ex_c = [r["final"].get(key) for r in cmp_]
     n_train = rnd[0]["config"]["n_train"] * rnd[0]["config"]["epochs"]
-    return (f"Compiled start: validation {metric} {med(cmp_, 'valid'):.3f} before any "
-            f"training ({med(cmp_, 'valid_before'):.3f}), examples to 0.99 {_examples(ex_c)}; "
-            f"random start: {med(rnd, 'valid'):.3f} after {n_train} examples, examples to 0.99 "
+    return (f"Compiled start: validation {metric} {med(cmp_, 'valid'):.3f} after training, "
+            f"{med(cmp_, 'valid_before'):.3f} before any, {label} {_examples(ex_c)}; "
+            f"random start: {med(rnd, 'valid'):.3f} after {n_train} examples, {label} "
             f"{_examples(ex_r)}. Beyond the training lengths (mean over bins and seeds): "
             f"compiled {beyond(cmp_):.3f}, random {beyond(rnd):.3f}.")
+
+
+def _lm_note(rows: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> str:
+    """The language-model protocols' second figure: CE difference against the PCFG itself."""
+    cells = [f"{_label(c)} {c['model']} {_med([r['final']['test_pcfg'] for r in recs])} "
+             f"(before training {_med([r['final']['test_pcfg_before'] for r in recs])})"
+             for c, recs in rows]
+    return ("Cross-entropy difference in nats (lower is better, 0 optimal) against the true "
+            "distribution p_G(w | |w|) / number of lengths (the paper's figure). Against the "
+            "PCFG's own p_G(w), which has no length prior (test): " + "; ".join(cells) + ".")
 
 
 def render(records: Sequence[dict[str, Any]], command: str = "pdanet results DIR",
@@ -126,7 +146,8 @@ def render(records: Sequence[dict[str, Any]], command: str = "pdanet results DIR
            "written by `pdanet experiment` / `pdanet sweep`). Each row: median over seeds "
            "[min, max]. *valid*: strings of the training lengths; *test*: the longer test "
            "lengths. *examples to 0.99*: training examples seen until the validation metric "
-           "first reached 0.99 (0: before training). Wall time: mean seconds per run on the "
+           "first reached 0.99 (for a cross-entropy difference in nats: first fell to ≤ 0.05; "
+           "0: before training). Wall time: mean seconds per run on the "
            "machine that ran it (`versions` in each record). Protocol sizes and deviations "
            "from the papers are listed under each table "
            "(`pdanet.experiments.protocols`)."), ""]
@@ -147,8 +168,8 @@ def render(records: Sequence[dict[str, Any]], command: str = "pdanet results DIR
                     f"training strings, {c0['epochs']} epochs, {c0['optimiser']} lr "
                     f"{c0['lr']:g}, batch {c0['batch_size']}. The paper reports: "
                     f"{prot['reported']}."), "",
-                    ("| model | init | seeds | valid | test | test before training | examples "
-                    "to 0.99 | wall time (s) | paper |"),
+                    ("| model | init | seeds | valid | test | test before training | "
+                     f"{_target(c0['metric'])[1]} | wall time (s) | paper |"),
                     "|---|---|---|---|---|---|---|---|---|"]
             for c, recs in rows:
                 out.append(
@@ -156,7 +177,7 @@ def render(records: Sequence[dict[str, Any]], command: str = "pdanet results DIR
                     f"{_med([r['final']['valid'] for r in recs])} | "
                     f"{_med([r['final']['test'] for r in recs])} | "
                     f"{_med([r['final']['test_before'] for r in recs])} | "
-                    f"{_examples([r['final']['examples_to_valid_0.99'] for r in recs])} | "
+                    f"{_examples([r['final'].get(_target(c['metric'])[0]) for r in recs])} | "
                     f"{statistics.mean(r['wall_time_s'] for r in recs):.1f} | "
                     f"{_paper(prot)} |")
             out.append("")
@@ -167,6 +188,8 @@ def render(records: Sequence[dict[str, Any]], command: str = "pdanet results DIR
                     "string):"), ""]
             out += _length_table([(f"{c['model']} {_label(c)}", recs) for c, recs in rows])
             out.append("")
+            if c0["metric"] in LOWER_IS_BETTER:
+                out += [_lm_note(rows), ""]
             if prot.get("deviation"):
                 out += [f"Deviations from the paper: {prot['deviation']}", ""]
             if prot.get("notes"):

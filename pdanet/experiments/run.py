@@ -13,7 +13,10 @@ numbers included), ``protocol`` (section, the paper's reported number, deviation
 (size, parameters), ``curve`` (one row per epoch: epoch, steps, examples seen, mean training
 loss, validation and test metric, seconds), ``final`` (the metrics after training on the
 validation and test strings, the test metric before training, and training examples seen until
-the validation / test metric first reached 0.99 — None if never), ``by_length`` and
+the validation / test metric first reached 0.99 — None if never; for the language-model
+protocols, `pdanet.experiments.lm`, the metric is the cross-entropy difference and these are
+``examples_to_valid_0.05`` / ``examples_to_test_0.05``: until it first fell to ≤ 0.05 nats),
+``by_length`` and
 ``by_length_before`` (the metric per length bin over validation + test strings after and before
 training, bins longer than any training string marked ``beyond_training``), ``wall_time_s``,
 ``versions`` and ``plots`` (file names of the learning curve and the length curve, written next
@@ -109,6 +112,15 @@ def run_experiment(paper: str, task: str | None = None, model: str | None = None
     sz = p.size(size)
     if progress is None:
         progress = sys.stderr.isatty()
+    if p.lm is not None:         # DuSell & Chiang's language-model protocol (pdanet.experiments.lm)
+        from pdanet.experiments.lm import run_lm
+
+        rid = record_id(p.paper, p.task, model, init, float(noise), seed, size)
+        record = run_lm(p, sz, size, model, init, float(noise), seed, progress, overrides, dev,
+                        rid, versions())
+        if out is not None:
+            write_record(record, out)
+        return record
     start = time.perf_counter()
     machine = machine_of(p, sz)
     data = datasets(p, sz, seed, machine)
