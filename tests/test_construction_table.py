@@ -169,7 +169,7 @@ def test_available_in_a_fresh_process():
             "print(len(available(DyckKM(2, 2))), 'pdanet.constructions.dyck' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=False)
-    assert out.returncode == 0 and out.stdout.split() == ["6", "False"], out.stderr
+    assert out.returncode == 0 and out.stdout.split() == ["7", "False"], out.stderr
 
 
 def test_every_entry_names_an_importable_function():

@@ -1,7 +1,8 @@
-"""The models of Suzgun et al. (2019) — Stack-RNN, Stack-LSTM (compiled) and Baby-NTM (module) —
+"""The models of Suzgun et al. (2019) — Stack-RNN, Stack-LSTM and Baby-NTM, compiled —
 checked against the machines they are compiled from, step by step on whole stacks."""
 
 import math
+from fractions import Fraction
 from functools import partial
 
 import numpy as np
@@ -13,11 +14,22 @@ from strategies import realtime_dpda
 
 import pdanet as pn
 from pdanet.automata.alphabet import BOTTOM, EPSILON
+from pdanet.automata.bounded import DyckKM
+from pdanet.automata.dfa import DFA
 from pdanet.automata.pda import DPDA
+from pdanet.automata.pdt import DPDT
 from pdanet.automata.store import sequence_copy
-from pdanet.constructions.stacks.suzgun import BabyNTM, SuzgunActions, SuzgunStack
+from pdanet.constructions.stacks.suzgun import (
+    NTM_NOOP,
+    POP_LEFT,
+    POP_RIGHT,
+    BabyNTM,
+    SuzgunActions,
+    SuzgunStack,
+)
 from pdanet.errors import CompileError, InputError, PdanetError, ResourceError, UnboundedStackError
 from pdanet.models.suzgun import (
+    EXAMPLE_SUZGUN_BABY_NTM,
     EXAMPLE_SUZGUN_STACK_LSTM,
     EXAMPLE_SUZGUN_STACK_RNN,
     HEAD,
@@ -26,6 +38,7 @@ from pdanet.models.suzgun import (
     SuzgunController,
     SuzgunStackLSTM,
     SuzgunStackRNN,
+    compile_suzgun_baby_ntm,
     compile_suzgun_stack_lstm,
     compile_suzgun_stack_rnn,
     requires_suzgun_baby_ntm,
@@ -391,11 +404,6 @@ def test_baby_ntm_module_shapes_gradients_and_one_step():
                        torch.tensor([0.0, 0.0, 1.0, 2.0, 3.0]))
 
 
-def test_baby_ntm_has_no_construction():
-    err = requires_suzgun_baby_ntm(pn.tasks.get("dyck2"))
-    assert isinstance(err, CompileError) and "suzgun_stack_rnn" in str(err)
-
-
 # --- bad input ------------------------------------------------------------------------------------------
 def test_epsilon_moves_name_the_buffered_model():
     t = {("p", "a", BOTTOM): ("p", ("A", BOTTOM)), ("p", "a", "A"): ("p", ("A", "A")),
@@ -461,3 +469,274 @@ def test_examples_and_abstraction():
         assert ab.rho == (RHO if kind == "lstm" else 1)
         assert isinstance(net.module, SuzgunStackLSTM if kind == "lstm" else SuzgunStackRNN)
         assert "tanh" in net.scale_argument and net.bound_value >= net.hidden_units
+
+
+# --- Baby-NTM, compiled ---------------------------------------------------------------------------------
+def _verify(machine, net, max_length=6, samples=30, **kw):
+    report = pn.verify(machine, net, max_length=max_length, samples=samples,
+                       sample_lengths=(7, 20), long_samples=kw.pop("long_samples", 0), **kw)
+    assert report.ok, report
+    return report
+
+
+def _baby_seed_tasks():
+    """Every seed task whose store fits the Baby-NTM: DFAs / Mealy machines as they are,
+    real-time DPDAs / DPDTs bounded to depth 3, Dyck-(k, m)."""
+    out = []
+    for name, m in _seed_tasks():
+        if isinstance(m, DPDA | DPDT) and m.is_realtime:
+            m = m.bounded(3)
+        if requires_suzgun_baby_ntm(m) is None:
+            out.append((name, m))
+    return out
+
+
+BABY_APPLICABLE = _baby_seed_tasks()
+
+
+def test_baby_ntm_seed_tasks_cover_finite_state_bounded_stack_and_dyck():
+    names = {n for n, _ in BABY_APPLICABLE}
+    assert {"dyck", "dyck2", "dyck6", "w_wr_marked", "w_phi_wr", "parity", "reversal",
+            "boolean_formula", "bigram_flip", "cumulative_xor"} <= names
+
+
+@pytest.mark.parametrize("name, machine", BABY_APPLICABLE, ids=[n for n, _ in BABY_APPLICABLE])
+def test_baby_ntm_seed_task_compiles_and_verifies(name, machine):
+    try:
+        net = compile_suzgun_baby_ntm(machine)
+    except ResourceError:           # over pdanet.limits (solve_equation's controller)
+        assert name in ("solve_equation",), name
+        return
+    assert isinstance(net.module, SuzgunBabyNTM) and net.method == "suzgun_baby_ntm"
+    assert net.hidden_units <= net.bound_value
+    _verify(machine, net, max_length=5, samples=20)
+
+
+@settings(max_examples=40, deadline=None)
+@given(realtime_dpda(max_states=4), st.integers(1, 3), st.sampled_from(["held", "memory", "auto"]))
+def test_baby_ntm_random_bounded_dpda_verifies_exhaustively(machine, m, layout):
+    bounded = machine.bounded(m)
+    if layout == "memory" and machine.acceptance == "empty_stack":
+        with pytest.raises(InputError, match="layout 'held'"):
+            compile_suzgun_baby_ntm(bounded, layout=layout)
+        layout = "held"
+    net = compile_suzgun_baby_ntm(bounded, layout=layout)
+    rows = {"held": max(m - 1, 1), "memory": m}[net.info["layout"]]
+    assert net.info["memory_rows"] == rows and net.module.memory.size == rows
+    if layout == "auto":                          # the layout with fewer units
+        other = compile_suzgun_baby_ntm(bounded, layout="held")
+        assert net.hidden_units <= other.hidden_units
+    _verify(bounded, net, max_length=7, samples=10)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 4))
+def test_baby_ntm_dyck_km_verifies_exhaustively(k, m):
+    machine = DyckKM(k, m)
+    net = compile_suzgun_baby_ntm(machine)
+    _verify(machine, net, max_length=8 if k == 1 else 6, samples=10)
+
+
+@st.composite
+def _dfa(draw):
+    """A random DFA (missing transitions allowed) or Mealy machine over ≤ 3 symbols."""
+    nq, nk = draw(st.integers(1, 4)), draw(st.integers(1, 3))
+    Q, K = list(range(nq)), "abc"[:nk]
+    t = {}
+    for q in Q:
+        for a in K:
+            q2 = draw(st.sampled_from([None] + Q))
+            if q2 is not None:
+                t[(q, a)] = q2
+    if draw(st.booleans()):
+        outs = {key: draw(st.sampled_from("xy")) for key in t}
+        return DFA(Q, K, t, 0, (), outputs=outs, output_alphabet="xy")
+    return DFA(Q, K, t, 0, draw(st.sets(st.sampled_from(Q))))
+
+
+@settings(max_examples=25, deadline=None)
+@given(_dfa(), st.sampled_from(["held", "memory"]))
+def test_baby_ntm_random_dfa_and_mealy_verify(machine, layout):
+    net = compile_suzgun_baby_ntm(machine, layout=layout)
+    assert net.info["memory_rows"] == 1
+    _verify(machine, net, max_length=7, samples=10)
+
+
+def test_baby_ntm_long_strings_float64_and_exact_memory():
+    machine = DyckKM(3, 6)
+    net = compile_suzgun_baby_ntm(machine)
+    _verify(machine, net, max_length=4, samples=10, long_samples=8, long_length=2000)
+    net64 = compile_suzgun_baby_ntm(machine, dtype=torch.float64, size=104)   # §4: 104 rows
+    assert net64.module.memory.size == 104 and net64.info["memory_rows"] == 104
+    _verify(machine, net64, max_length=4, samples=10, long_samples=4, long_length=500)
+    ids = torch.as_tensor(machine.sample(16, 200, rng=0))
+    states, _ = net.forward(ids)
+    mem = states[..., net.hidden_units:]
+    assert bool(((mem == 0) | (mem == 1)).all())          # rows are exact 0/1 codes
+    h = states[..., :net.hidden_units]
+    with torch.no_grad():
+        act = net.module.actions(h)
+    assert bool(((act == 0) | (act == 1)).all()) and bool((act.sum(-1) == 1).all())
+    used = set(act.argmax(-1).flatten().tolist())
+    assert used <= {NTM_NOOP, POP_LEFT, POP_RIGHT}         # rotations are never chosen
+
+
+def test_baby_ntm_memory_layout_for_a_bounded_stack():
+    """The stack below the held top lies in rows 0 … m − 2, row 0 just under the top, empty
+    rows 0; push = POP_RIGHT, pop = POP_LEFT."""
+    dyck = EXAMPLE_SUZGUN_BABY_NTM                       # Suzgun's Dyck-2 DPDA, depth ≤ 3
+    net = compile_suzgun_baby_ntm(dyck, layout="held")
+    assert "POP_RIGHT" in net.info["memory_layout"] and net.info["memory_rows"] == 2
+    ids, _ = net.encode(["([(", "([()", "([()]"])
+    states, _ = net.forward(ids)
+    H, W = net.hidden_units, net.info["memory_width"]
+    codes = net.abstraction.codes
+    type_of = net.abstraction.type_of
+    run = dyck.machine.run_batch(np.asarray(ids))
+    for b, t in [(0, 3), (1, 4), (2, 5)]:
+        rows = states[b, t, H:].view(2, W).numpy().astype(np.int64)
+        syms = [int(np.flatnonzero((codes == r).all(1))[0]) for r in rows]
+        depth = int(run["depth"][b, t])
+        assert depth == [3, 2, 1][b]
+        stack = [int(x) for x in run["stack"][b, t, 1:depth + 1]]      # bottom first
+        under = stack[:-1][::-1]                                       # under the top, top first
+        assert [type_of[g] for g in syms[:len(under)]] == under
+        assert all(g == len(codes) - 1 for g in syms[len(under):])     # empty rows: ⊥'s code 0
+    acts = net.module.actions(states[0, 1:4, :H]).argmax(-1).tolist()
+    assert acts == [NTM_NOOP, POP_RIGHT, POP_RIGHT]                   # push on ⊥ is NOOP
+    acts = net.module.actions(states[2, 4:6, :H]).argmax(-1).tolist()
+    assert acts == [POP_LEFT, POP_LEFT]
+
+
+def test_baby_ntm_memory_layout_keeps_the_top_in_row_0():
+    """Layout "memory": the whole stack in rows 0 … m − 1, top in row 0; push = POP_RIGHT
+    writing the pushed code, pop = POP_LEFT; it needs fewer units than "held" on Dyck-2."""
+    dyck = EXAMPLE_SUZGUN_BABY_NTM
+    net = compile_suzgun_baby_ntm(dyck)
+    assert net.info["layout"] == "memory" and net.info["memory_rows"] == 3
+    assert net.hidden_units < compile_suzgun_baby_ntm(dyck, layout="held").hidden_units
+    ids, _ = net.encode(["([(", "([()]"])
+    states, _ = net.forward(ids)
+    H, W = net.hidden_units, net.info["memory_width"]
+    codes, type_of = net.abstraction.codes, net.abstraction.type_of
+    run = dyck.machine.run_batch(np.asarray(ids))
+    for b, t in [(0, 3), (1, 4), (1, 5)]:
+        rows = states[b, t, H:].view(3, W).numpy().astype(np.int64)
+        syms = [int(np.flatnonzero((codes == r).all(1))[0]) for r in rows]
+        depth = int(run["depth"][b, t])
+        stack = [int(x) for x in run["stack"][b, t, 1:depth + 1]][::-1]   # top first
+        assert [type_of[g] for g in syms[:depth]] == stack
+        assert all(g == len(codes) - 1 for g in syms[depth:])
+    acts = net.module.actions(states[0, 1:4, :H]).argmax(-1).tolist()
+    assert acts == [POP_RIGHT] * 3
+    assert net.module.actions(states[1, 4:6, :H]).argmax(-1).tolist() == [POP_LEFT] * 2
+
+
+def test_baby_ntm_temperature_and_gumbel_keep_it_exact():
+    machine = DyckKM(2, 3)
+    base = compile_suzgun_baby_ntm(machine)
+    hot = compile_suzgun_baby_ntm(machine, temperature=Fraction(1, 8), gumbel=True)
+    assert hot.module.temperature == 0.125 and not hot.module.training
+    ids = torch.as_tensor(machine.sample(8, 60, rng=1))
+    hot.module.train()                                   # Gumbel noise on: still one-hot
+    torch.manual_seed(0)
+    with torch.no_grad():
+        s_hot, y_hot = hot.module(ids)
+        s_base, y_base = base.module(ids)
+    assert torch.equal(s_hot, s_base) and torch.equal(y_hot, y_base)
+    hot.module.eval()
+    _verify(machine, hot, max_length=5, samples=10)
+
+
+def _literal_baby_ntm(mod: SuzgunBabyNTM, ids: torch.Tensor):
+    """§3.3 written out row by row: h̃ = h + W_m M^(0), h = tanh(W_ih x + b_ih + W_hh h̃ + b_hh),
+    a = softmax(W_a h / τ), n = σ(W_n h), M_t^(i) = Σ_j a_j (OP_j M_{t−1})^(i), M_t^(0) += n."""
+    B, T = ids.shape
+    N, W = mod.memory.size, mod.width
+    cell = mod.cell
+    out_s, out_y = [], []
+    for b in range(B):
+        h = mod.h0
+        M = [torch.zeros(W, dtype=h.dtype) for _ in range(N)]
+        hs, ms = [h], [torch.cat(M)]
+        for t in range(T):
+            a_id = int(ids[b, t])
+            if a_id < 0:
+                hs.append(h)
+                ms.append(torch.cat(M))
+                continue
+            x = torch.zeros(mod.num_symbols, dtype=h.dtype)
+            x[a_id] = 1
+            h_tilde = h + mod.W_sh.weight @ M[0]
+            h = torch.tanh(cell.weight_ih @ x + cell.bias_ih + cell.weight_hh @ h_tilde
+                           + cell.bias_hh)
+            a = torch.softmax((mod.W_a.weight @ h + mod.W_a.bias) / mod.temperature, 0)
+            n = torch.sigmoid(mod.W_n.weight @ h + mod.W_n.bias)
+            zero = torch.zeros(W, dtype=h.dtype)
+            new = []
+            for i in range(N):
+                rr = M[(i - 1) % N]                              # ROTATE_RIGHT [e,a,b,c,d]
+                rl = M[(i + 1) % N]                              # ROTATE_LEFT  [b,c,d,e,a]
+                pl = M[i + 1] if i + 1 < N else zero             # POP_LEFT     [b,c,d,e,0]
+                pr = M[i - 1] if i >= 1 else zero                # POP_RIGHT    [0,a,b,c,d]
+                row = a[0] * rr + a[1] * rl + a[2] * M[i] + a[3] * pl + a[4] * pr
+                new.append(row + n if i == 0 else row)
+            M = new
+            hs.append(h)
+            ms.append(torch.cat(M))
+        hs_t = torch.stack(hs)
+        out_s.append(torch.cat([hs_t, torch.stack(ms)], 1))
+        out_y.append(hs_t @ mod.W_y.weight.T + mod.W_y.bias)
+    return torch.stack(out_s), torch.stack(out_y)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10**6), st.integers(1, 4), st.integers(1, 3), st.integers(0, 6))
+def test_baby_ntm_module_equals_literal_equations(seed, size, width, T):
+    torch.manual_seed(seed)
+    mod = SuzgunBabyNTM(3, 5, width, 2, size=size, temperature=0.7).double()
+    with torch.no_grad():
+        for p in mod.parameters():
+            p.normal_(0, 1)
+    ids = torch.randint(0, 3, (2, T))
+    if T:
+        ids[1, -1] = -1                                   # padding keeps the state
+    s1, y1 = mod(ids)
+    s2, y2 = _literal_baby_ntm(mod, ids)
+    assert torch.allclose(s1, s2, atol=1e-12) and torch.allclose(y1, y2, atol=1e-12)
+    wts = torch.randn_like(s1)
+    loss1 = (s1 * wts).sum() + y1.sum()
+    g1 = torch.autograd.grad(loss1, list(mod.parameters()), allow_unused=True)
+    loss2 = (s2 * wts).sum() + y2.sum()
+    g2 = torch.autograd.grad(loss2, list(mod.parameters()), allow_unused=True)
+    for a, b in zip(g1, g2):
+        if a is None or b is None:
+            assert (a is None or not a.any()) and (b is None or not b.any())
+        else:
+            assert torch.allclose(a, b, atol=1e-10)
+
+
+def test_baby_ntm_refusals_are_typed_and_name_the_models():
+    err = requires_suzgun_baby_ntm(pn.tasks.get("dyck2"))
+    assert isinstance(err, UnboundedStackError)
+    assert "suzgun_stack_rnn" in str(err) and "bounded" in str(err)
+    with pytest.raises(UnboundedStackError, match="suzgun_stack_lstm"):
+        compile_suzgun_baby_ntm(pn.tasks.get("reversal"))
+    with pytest.raises(UnboundedStackError, match="fixed number of rows"):
+        compile_suzgun_baby_ntm(sequence_copy(2))             # a queue: unbounded store
+    with pytest.raises(CompileError, match="ns_rnn"):
+        compile_suzgun_baby_ntm(pn.tasks.get("unmarked_reversal"))
+    eps = DPDA(["q", "r"], "a", ["X"], {("q", "a", BOTTOM): ("r", ("X", BOTTOM)),
+                                        ("r", EPSILON, "X"): ("q", ())}, "q", accepting=["q"])
+    with pytest.raises(CompileError, match="ε"):
+        compile_suzgun_baby_ntm(eps.bounded(2))
+    with pytest.raises(CompileError, match="DFA"):
+        compile_suzgun_baby_ntm("not a machine")
+    for bad in ({"temperature": 0}, {"temperature": True}, {"temperature": float("nan")},
+                {"gumbel": 1}, {"size": 0}, {"size": 2.0}, {"size": True},
+                {"layout": "top"}, {"layout": "memory"}):
+        with pytest.raises(InputError):
+            compile_suzgun_baby_ntm(DyckKM(1, 2), **bad)
+    assert requires_suzgun_baby_ntm(DyckKM(2, 2)) is None
+    assert isinstance(requires_suzgun_baby_ntm(DyckKM(10**9, 3)), ResourceError)
+    assert requires_suzgun_baby_ntm(EXAMPLE_SUZGUN_BABY_NTM) is None

@@ -319,7 +319,8 @@ def _dyck() -> DyckKM:
 _C = "pdanet.constructions."
 _MEMORIES = tuple(dict.fromkeys(memory for memory, _ in STORES))
 _STACK_RNN_EXAMPLES: dict[type, Callable[[], Machine]] = {
-    DFA: _mealy, DPDA: _anbn, DPDT: _echo_reversal, StoreTransducer: _reversal_stack}
+    DFA: _mealy, DPDA: _anbn, DPDT: _echo_reversal, StoreTransducer: _reversal_stack,
+    DyckKM: _dyck, BoundedPDA: _bounded_anbn}
 
 
 def _stack_rnn(mtype: type, memory: str) -> Entry:
@@ -373,6 +374,7 @@ MODELS: tuple[tuple[str, str, str, tuple[type, ...], tuple[type, ...]], ...] = (
     ("joulin_mikolov", "joulin_mikolov_stack_rnn", "stack_rnn", (DFA, DPDA, DPDT), ()),
     ("suzgun", "suzgun_stack_rnn", "stack_rnn", (DFA, DPDA, DPDT), ()),
     ("suzgun", "suzgun_stack_lstm", "stack_rnn", (DFA, DPDA, DPDT), ()),
+    ("suzgun", "suzgun_baby_ntm", "stack_rnn", (DFA, BoundedPDA, DyckKM), (BoundedPDA, DyckKM)),
 )
 
 
@@ -438,7 +440,14 @@ def _nondeterministic(machine: Any) -> PdanetError:
 def _fixed_rows(machine: Any) -> PdanetError:
     return UnboundedStackError(
         f"{machine!r} has an unbounded store but a BabyNTM has a fixed number of rows; use "
-        "memory 'grefenstette', 'joulin_mikolov' or 'suzgun' (sized to each input)")
+        "memory 'grefenstette', 'joulin_mikolov' or 'suzgun' (sized to each input), or bound "
+        "its depth with .bounded(m) and use model='suzgun_baby_ntm'")
+
+
+def _bounded_rows(machine: Any) -> PdanetError:
+    """Why Suzgun's Baby-NTM (a fixed number of memory rows) does not take `machine`."""
+    why = importlib.import_module(_M + "suzgun").requires_suzgun_baby_ntm(machine)
+    return why if isinstance(why, PdanetError) else CompileError(str(why))
 
 
 def _unbounded_lm(machine: Any) -> PdanetError:
@@ -451,6 +460,8 @@ REFUSALS: tuple[Refusal, ...] = (
     *(Refusal(ProbabilisticDPDA, target, None, _unbounded_lm, example=marked_reversal)
       for target in ("elman", "lstm")),
     *(Refusal(mtype, "stack_rnn", ("baby_ntm",), _fixed_rows)
+      for mtype in (DPDA, DPDT, StoreTransducer)),
+    *(Refusal(mtype, "stack_rnn", ("suzgun_baby_ntm",), _bounded_rows)
       for mtype in (DPDA, DPDT, StoreTransducer)),
 )
 

@@ -10,8 +10,9 @@ model                           module (paper)
                                 DeQue (Grefenstette et al. 2015)
 ``hao_linear`` / ``hao_lstm``   `HaoStackRNN` — linear or LSTM controller (Hao et al. 2018)
 ``hao_buffered``                `HaoBufferedStackRNN` — input and output buffers (Hao et al. 2018)
-``suzgun_stack_rnn`` / ``_lstm``  `SuzgunStackRNN`, `SuzgunStackLSTM` (Suzgun et al. 2019);
-                                `SuzgunBabyNTM` is a module only
+``suzgun_stack_rnn`` / ``_lstm``  `SuzgunStackRNN`, `SuzgunStackLSTM` (Suzgun et al. 2019)
+``suzgun_baby_ntm``             `SuzgunBabyNTM` — fixed memory rows (Suzgun et al. 2019):
+                                depth-bounded machines and DFAs
 ``joulin_mikolov_stack_rnn``    `JoulinMikolovStackRNN` — the original Stack-RNN (Joulin &
                                 Mikolov 2015)
 ``dusell_chiang_<variant>``      `DuSellChiangRNN` — LSTM controller, nondeterministic stack
@@ -49,6 +50,7 @@ from pdanet.models.suzgun import (
     SuzgunBabyNTM,
     SuzgunStackLSTM,
     SuzgunStackRNN,
+    compile_suzgun_baby_ntm,
     compile_suzgun_stack_lstm,
     compile_suzgun_stack_rnn,
 )
@@ -72,6 +74,7 @@ __all__ = [
     "compile_hao_linear",
     "compile_hao_lstm",
     "compile_joulin_mikolov_stack_rnn",
+    "compile_suzgun_baby_ntm",
     "compile_suzgun_stack_lstm",
     "compile_suzgun_stack_rnn",
 ]

@@ -12,8 +12,9 @@ Can Learn Generalized Dyck Languages", §3.1–3.4; equation lines cited by sect
   and the stack update s_t = a_t^{(0)}·push(n_t) + a_t^{(1)}·pop (`SuzgunStack`, no no-op).
 - `SuzgunStackLSTM` (§3.2): h_t = LSTM(x_t, h̃_{t−1}) (PyTorch's LSTM cell, gates i, f, g, o).
 - `SuzgunBabyNTM` (§3.3): the Stack-RNN controller on the fixed `BabyNTM` memory (five ops,
-  M_t = Σ_i a_t^{(i)} OP_i M_{t−1}, M_t^{(0)} += n_t). Module only: no construction compiles into
-  it (an unbounded machine gets a typed error naming the stack models).
+  M_t = Σ_i a_t^{(i)} OP_i M_{t−1}, M_t^{(0)} += n_t), compiled from machines whose store fits
+  its fixed memory (`compile_suzgun_baby_ntm`, below); an unbounded stack gets
+  `UnboundedStackError` naming the stack models.
 
 Softmax options (§3.4): ``temperature`` τ gives a_t = softmax(W_a h_t / τ); ``gumbel=True`` gives
 a_t = softmax((W_a h_t + g)/τ) with g_i i.i.d. Gumbel(0, 1) while the module is training (the
@@ -70,6 +71,36 @@ on per step), with these choices for the paper's model:
    exactly), the cell gate g carries the Elman unit, so c_t = ±1 and h_t = tanh c_t = ±tanh 1,
    read downstream through ρ ≈ 1/tanh 1 (`RHO`, a rational with |ρ tanh 1 − 1| < 1e-12).
 
+Baby-NTM construction (`compile_suzgun_baby_ntm`): DFAs / Mealy machines, real-time
+depth-bounded DPDAs and DPDTs (`BoundedPDA`, ``dpda.bounded(m)``) and Dyck-(k, m) (`DyckKM`).
+
+1. Layout "held": the machine's top is *always held in the controller*: controller state
+   c = p·(G + 1) + X (machine state p, top X, X = G: the empty stack ⊥). The stack below the
+   top lies in memory
+   rows 0 … m − 2 (``max(m − 1, 1)`` rows, one entry of width W = the code width per row): row
+   0 is the symbol just under the top, deeper symbols in the next rows; every row past the
+   stack holds 0, the code of ⊥ (and an empty row). The rotations are never chosen.
+2. Moves (one network step per input, no extra step): push y on X ≠ ⊥ → POP_RIGHT
+   ([0, a, b, …], then row 0 += n_t with n_t the code of X; the dropped last row is empty
+   whenever the push stays within the bound m, and a push past it is a dead configuration),
+   hold y. Pop → POP_LEFT ([b, c, …, 0]); the new top is row 0 *before* the step, which h̃
+   reads in the same step (W_m M^{(0)} through relay units, as in 2. above), so the unit that
+   pops also tests it and enters (p2, that symbol). Noop, replace by y, and push y on ⊥ → NOOP
+   (the held top changes, the memory stays).
+3. Since the top is held, every output is a function of the active unit: acceptance by final
+   state or by empty stack (held ⊥), a transducer's symbol, and Dyck-(k, m)'s next-symbol set,
+   for which the memory symbols are (bracket type, depth) pairs — the held top then tells
+   whether the depth is below m. Units test the fewest reading bits and merge as in 3. above.
+4. Heads as in 4. above: W_a picks one of the five ops with logits ±βH/2 (softmax exactly
+   one-hot), W_n writes exact 0/1 codes, so the memory rows stay exact.
+5. Layout "memory" (when the output needs no top after a pop: final-state recognisers,
+   transducers, DFAs): the top lies in row 0 of rows 0 … m − 1 (mode U; the reading tests it, as
+   in the Stack-RNN), held in the controller only after a replace (mode H_X, the rows holding
+   the stack below X). From U: noop → NOOP; push y → POP_RIGHT writing y; pop → POP_LEFT;
+   replace by y → POP_LEFT, hold y. From H_X: noop → NOOP; replace by y → NOOP, hold y; push y →
+   POP_RIGHT writing X, hold y; pop → NOOP, back to U. ``layout="auto"`` (default) compiles the
+   layout with fewer hidden units (Dyck-2 bounded: 7 units in "memory", 22 in "held").
+
 Margin: every unit's pre-activation is ±1/2 or beyond (one-hot input, one active unit, exact
 0/1 readings), β = 64 gives |βz| ≥ 32 where tanh is exactly ±1 in float32 and float64, so the
 network is bit-exact at every length.
@@ -90,19 +121,29 @@ import torch.nn.functional as F
 from torch import nn
 
 from pdanet import limits
+from pdanet.automata.bounded import DyckKM
+from pdanet.automata.dfa import DFA
+from pdanet.automata.pda import PDA, BoundedPDA, DeterministicPushdown
+from pdanet.automata.store import StoreTransducer
 from pdanet.constructions.abstraction import Abstraction
 from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact
 from pdanet.constructions.controllers import SymbolStack, _reader, assemble_states
-from pdanet.constructions.realtime import RealtimeTable, store_codes
+from pdanet.constructions.realtime import RealtimeTable, op_name, store_codes
 from pdanet.constructions.realtime import table as realtime_table
 from pdanet.constructions.stacks.protocol import SymbolCodes
-from pdanet.constructions.stacks.suzgun import BabyNTM, SuzgunStack
+from pdanet.constructions.stacks.suzgun import (
+    NTM_NOOP,
+    POP_LEFT,
+    POP_RIGHT,
+    BabyNTM,
+    SuzgunStack,
+)
 from pdanet.errors import CompileError, InputError, PdanetError, UnboundedStackError
 
 BETA = 64
 HEAD = 32                       # head pre-activations are ±β·HEAD/2
 RHO = Fraction(1 / math.tanh(1)).limit_denominator(10**7)   # ≈ 1/tanh 1 (LSTM units ±tanh 1)
-MODELS = ("suzgun_stack_rnn", "suzgun_stack_lstm")
+MODELS = ("suzgun_stack_rnn", "suzgun_stack_lstm")      # the stack models (+ "suzgun_baby_ntm")
 ONE = Fraction(1)
 
 
@@ -306,7 +347,7 @@ class SuzgunBabyNTM(_SuzgunController):
     with a = softmax over the five ops ROTATE_RIGHT, ROTATE_LEFT, NOOP, POP_LEFT, POP_RIGHT on a
     fixed memory of ``size`` rows of ``width`` (`BabyNTM`): M_t = Σ_i a_i OP_i M_{t−1},
     M_t^{(0)} += n_t. forward(ids) → (states (B, T+1, H + size·width) = [h_t; M_t flattened],
-    logits W_y h_t + b). No construction compiles into it (`requires_suzgun_baby_ntm`)."""
+    logits W_y h_t + b). Compiled by `compile_suzgun_baby_ntm` (`requires_suzgun_baby_ntm`)."""
 
     def __init__(self, num_symbols: int, hidden: int, width: int, num_outputs: int,
                  size: int = 104, temperature: float = 1.0, gumbel: bool = False):
@@ -628,22 +669,25 @@ class _Layout:
         return self.n_units + len(self.relay_bits) + len(self.latch_bits)
 
 
-def _weights(view: RealtimeTable, c0: int, modes: int, lay: _Layout, codes: np.ndarray,
-             lstm: bool, temperature: Fraction) -> dict:
-    K, H, off, units = view.K, lay.H, int(lay.start), lay.units
+def _zeros(*shape) -> np.ndarray:
+    arr = np.empty(shape, dtype=object)
+    arr[...] = Fraction(0)
+    return arr
+
+
+def _recurrence(K: int, c0: int, lay: _Layout, rho: Fraction
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(W_ih, W_hh, bias, W_sh, h0) of the Elman units (module docstring, 2.–3.): unit j is on
+    iff its input, an active unit entering one of its controller states and (if it tests) its
+    bits of the reading (through the relays) or of the latch; relays read bit k of the memory's
+    top through W_sh; latches threshold their relay. Exact Fractions (h0, W_sh unscaled)."""
     Fr = Fraction
+    H, off, units = lay.H, int(lay.start), lay.units
     n_units = lay.n_units
-    rho = RHO if lstm else Fr(1)
     into: dict[int, list] = {c0: [0]} if lay.start else {}
     for j, u in enumerate(units):
         into.setdefault(u.c2, []).append(j + off)
-
-    def zeros(*shape):
-        arr = np.empty(shape, dtype=object)
-        arr[...] = Fr(0)
-        return arr
-
-    W_ih, W_hh, bias = zeros(H, K), zeros(H, H), zeros(H)
+    W_ih, W_hh, bias = _zeros(H, K), _zeros(H, H), _zeros(H)
     if lay.start:
         bias[0] = Fr(-1, 2)                             # the start unit is off after t = 0
     for j, u in enumerate(units):
@@ -670,19 +714,45 @@ def _weights(view: RealtimeTable, c0: int, modes: int, lay: _Layout, codes: np.n
     for k in lay.latch_bits:                            # latch_t = 2·bit_k(s^(0)_{t−1}) − 1
         W_hh[lay.latch(k), lay.relay(k)] = Fr(1)
         bias[lay.latch(k)] = Fr(-1, 2)
-    W_sh = np.zeros((H, codes.shape[1]), dtype=np.int64)
+    width = max([k + 1 for k in lay.relay_bits], default=0)
+    W_sh = np.zeros((H, width), dtype=np.int64)
     for k in lay.relay_bits:
         W_sh[lay.relay(k), k] = 1
-    w: dict[str, Any] = {"W_sh.weight": ExactWeight.of(W_sh, scaled=False)}
     # h0: unit 0 (the start unit or the entry unit) on, the other units and latches off,
     # relays 0 (h = ±1, or ±1/ρ for the LSTM)
-    h0 = zeros(H)
+    h0 = _zeros(H)
     h0[:n_units] = -1 / rho
     h0[0] = 1 / rho
     for k in lay.latch_bits:
         h0[lay.latch(k)] = -1 / rho
+    return W_ih, W_hh, bias, W_sh, h0
+
+
+def _head(lay: _Layout, rho: Fraction, values: np.ndarray, at_start: np.ndarray,
+          factor: Fraction = ONE) -> tuple[ExactWeight, ExactWeight]:
+    """Rows (k, H), bias (k,) of factor·HEAD·(Σ_j values[k, j] ind(h_j) − 1/2), j over the start
+    unit (column ``at_start``, when there is one) and the units; exactly ±factor·HEAD/2 (times
+    β)."""
+    Fr = Fraction
+    coef = np.concatenate([at_start[:, None], values], 1) if lay.start else values
+    Wm = _zeros(coef.shape[0], lay.H)
+    Wm[:, :lay.n_units] = [[factor * HEAD * Fr(int(c)) * rho / 2 for c in row] for row in coef]
+    b = np.array([factor * HEAD * (Fr(int(s), 2) - Fr(1, 2)) for s in coef.sum(1)],
+                 dtype=object)
+    return ExactWeight.of(Wm), ExactWeight.of(b)
+
+
+def _weights(view: RealtimeTable, c0: int, modes: int, lay: _Layout, codes: np.ndarray,
+             lstm: bool, temperature: Fraction) -> dict:
+    K, H, units = view.K, lay.H, lay.units
+    rho = RHO if lstm else Fraction(1)
+    W_ih, W_hh, bias, W_sh_bits, h0 = _recurrence(K, c0, lay, rho)
+    W_sh = np.zeros((H, codes.shape[1]), dtype=np.int64)
+    W_sh[:, :W_sh_bits.shape[1]] = W_sh_bits
+    w: dict[str, Any] = {"W_sh.weight": ExactWeight.of(W_sh, scaled=False)}
     w["h0"] = ExactWeight.of(h0, scaled=False)
-    big = np.full(H, Fr(HEAD, 2), dtype=object)
+    big = np.full(H, Fraction(HEAD, 2), dtype=object)
+    zeros = _zeros
     if lstm:                    # gates i, f, g, o: i = o = 1, f = 0 exactly; g the Elman unit
         w["cell.weight_ih"] = ExactWeight.of(np.concatenate([zeros(H, K), zeros(H, K), W_ih,
                                                              zeros(H, K)]))
@@ -700,15 +770,7 @@ def _weights(view: RealtimeTable, c0: int, modes: int, lay: _Layout, codes: np.n
 
     def head(values: np.ndarray, at_start: np.ndarray, factor: Fraction = ONE
              ) -> tuple[ExactWeight, ExactWeight]:
-        """Rows (k, H), bias (k,) of factor·HEAD·(Σ_j values[k, j] ind(h_j) − 1/2), j over
-        the start unit (column ``at_start``, when there is one) and the units; exactly
-        ±factor·HEAD/2 (times β)."""
-        coef = np.concatenate([at_start[:, None], values], 1) if lay.start else values
-        Wm = zeros(coef.shape[0], H)
-        Wm[:, :n_units] = [[factor * HEAD * Fr(int(c)) * rho / 2 for c in row] for row in coef]
-        b = np.array([factor * HEAD * (Fr(int(s), 2) - Fr(1, 2)) for s in coef.sum(1)],
-                     dtype=object)
-        return ExactWeight.of(Wm), ExactWeight.of(b)
+        return _head(lay, rho, values, at_start, factor)
 
     n_out = 1 if view.output == "accept" else view.n_out + 1
     none = view.n_out                                    # the "no output" class of a transducer
@@ -849,14 +911,6 @@ def requires_suzgun_stack_lstm(machine) -> str | PdanetError | None:
     """As `requires_suzgun_stack_rnn` (the same machines) for `SuzgunStackLSTM`."""
     view = _view(machine, "suzgun_stack_lstm")
     return view if isinstance(view, PdanetError) else None
-
-
-def requires_suzgun_baby_ntm(machine) -> str | PdanetError | None:
-    """Baby-NTM has no construction: always an error naming the models that hold the machine."""
-    return CompileError(
-        f"suzgun_baby_ntm: no construction compiles {machine!r} into the Baby-NTM's fixed "
-        "memory; compile a stack machine into the Suzgun Stack-RNN or Stack-LSTM (models "
-        "'suzgun_stack_rnn', 'suzgun_stack_lstm'), whose stack is sized to each input")
 
 
 def _compile(machine, lstm: bool, dtype: torch.dtype, temperature: Any, gumbel: bool,
@@ -1004,6 +1058,481 @@ def compile_suzgun_stack_lstm(machine, dtype: torch.dtype = torch.float32, tempe
     return _compile(machine, True, dtype, temperature, gumbel, depth)
 
 
+# --- the Baby-NTM construction ---------------------------------------------------------------------
+NTM_OPS = {"noop": NTM_NOOP, "push": POP_RIGHT, "pop": POP_LEFT}     # memory op → §3.3 channel
+NTM_MODEL = "suzgun_baby_ntm"
+
+
+@dataclass(frozen=True)
+class _NTMTable:
+    """A machine whose store fits the Baby-NTM: ``trans[(p, a, X)] = (p2, out, op, y)``, op
+    noop / push / pop / replace, X and y memory symbols (X = G: the empty stack ⊥); ``bound``:
+    the depth bound m (0: no store); ``output`` "accept", "symbol" or "next_set" (Dyck-(k, m));
+    ``fields`` "pushdown", "dfa" or "dyck" (the machine's batch fields); ``type_of[g]``: the
+    machine's store code of memory symbol g (Dyck: g = (type, depth), its bracket type)."""
+
+    fields: str
+    Q: int
+    q0: int
+    K: int
+    G: int
+    trans: dict
+    output: str
+    accepting: tuple
+    empty_stack: bool
+    n_out: int
+    bound: int
+    type_of: tuple
+    realtime: RealtimeTable | None
+
+
+def _unbounded(machine) -> UnboundedStackError:
+    how = ("bound its depth first (pn.compile(machine.bounded(m), target='stack_rnn', "
+           "model='suzgun_baby_ntm'): m − 1 rows) or " if hasattr(machine, "bounded") else "")
+    return UnboundedStackError(
+        f"{NTM_MODEL}: {machine!r} has an unbounded store but the Baby-NTM's memory has a fixed "
+        f"number of rows; {how}compile it into a model whose stack is sized to each input: "
+        "'suzgun_stack_rnn' or 'suzgun_stack_lstm' (Suzgun et al. 2019 §3.1–3.2)")
+
+
+def _dyck_table(machine: DyckKM) -> _NTMTable:
+    """Dyck-(k, m) as a one-state machine over memory symbols (type g, depth d) = g·m + d − 1:
+    the depth travels with each symbol, so the held top tells whether an open is allowed."""
+    k, m = machine.k, machine.m
+    G = k * m
+    what = f"compiling {machine!r} to {NTM_MODEL} ({G + 1:,} held tops × {2 * k:,} inputs)"
+    limits.check(what, (G + 1) * 2 * k, "max_units", hint="use a smaller k or m")
+    trans = {}
+    for X in range(G + 1):
+        d = 0 if X == G else X % m + 1
+        for j in range(k):
+            if d < m:
+                trans[(0, j, X)] = (0, -1, "push", j * m + d)        # push (j, d + 1)
+            if d > 0 and X // m == j:
+                trans[(0, k + j, X)] = (0, -1, "pop", -1)
+    return _NTMTable("dyck", 1, 0, 2 * k, G, trans, "next_set", (True,), False, 0, m,
+                     tuple(g // m for g in range(G)) + (-1,), None)
+
+
+def _ntm_table(machine) -> _NTMTable | PdanetError:
+    """The machine as an `_NTMTable`, or the typed error saying why the Baby-NTM cannot hold it."""
+    if isinstance(machine, DyckKM):
+        return _dyck_table(machine)
+    if isinstance(machine, PDA):
+        return CompileError(
+            f"{NTM_MODEL}: {machine!r} is nondeterministic; the Baby-NTM follows one run — "
+            "compile it into the nondeterministic stack RNN of DuSell & Chiang (target 'ns_rnn')")
+    if isinstance(machine, BoundedPDA):
+        inner, bound = machine.machine, machine.m
+    elif isinstance(machine, DFA):
+        inner, bound = machine, 0
+    elif isinstance(machine, (DeterministicPushdown, StoreTransducer)):
+        return _unbounded(machine)
+    else:
+        return CompileError(
+            f"{NTM_MODEL}: {machine!r} is not a DFA / Mealy machine, a depth-bounded DPDA or DPDT "
+            "(machine.bounded(m)) or a Dyck-(k, m) generator, the machines whose store fits the "
+            "Baby-NTM's fixed memory")
+    try:
+        view = realtime_table(inner)
+    except CompileError as exc:
+        return CompileError(f"{NTM_MODEL}: {exc}")
+    trans = {}
+    for (p, a, x), (p2, out, pe, ue, y) in view.trans.items():
+        op = op_name(pe, ue)
+        if x == view.G and op in ("pop", "replace"):
+            return CompileError(f"{NTM_MODEL}: {machine!r} pops the empty stack ⊥ (state {p}, "
+                                f"input {a}); a stack machine never removes ⊥")
+        trans[(p, a, x)] = (p2, out, op, y)
+    return _NTMTable(view.fields, view.Q, view.q0, view.K, view.G, trans, view.output,
+                     view.accepting, view.empty_stack, view.n_out, bound,
+                     tuple(range(view.G)) + (view.G,), view)
+
+
+def requires_suzgun_baby_ntm(machine) -> str | PdanetError | None:
+    """Why ``machine`` cannot be compiled into `SuzgunBabyNTM` (an error to raise), or None.
+    Accepted: machines whose store fits a fixed memory — DFAs / Mealy machines, real-time
+    depth-bounded DPDAs and DPDTs (`BoundedPDA`, ``machine.bounded(m)``) and Dyck-(k, m)
+    (`DyckKM`). An unbounded stack gets `UnboundedStackError` naming the Suzgun stack models."""
+    try:
+        t = _ntm_table(machine)
+    except PdanetError as exc:          # over pdanet.limits (a huge Dyck-(k, m))
+        return exc
+    return t if isinstance(t, PdanetError) else None
+
+
+def _below(t: _NTMTable) -> dict[int, set]:
+    """For each memory symbol, the symbols that may lie directly under it (⊥ = G included):
+    what a push put it on, or what lay under the symbol it replaced (a fixpoint)."""
+    below: dict[int, set] = {g: set() for g in range(t.G)}
+    changed = True
+    while changed:
+        changed = False
+        for (_, _, X), (_, _, op, y) in t.trans.items():
+            new = {X} if op == "push" else below[X] if op == "replace" else None
+            if new is not None and not new <= below[y]:
+                below[y] |= new
+                changed = True
+    return below
+
+
+def _ntm_moves(t: _NTMTable) -> list[_Move]:
+    """Every move of the controller (machine state p, held top X) = p·(G + 1) + X from the
+    reachable controller states (module docstring, Baby-NTM 2.): a pop's new top is the
+    memory's row 0, read at the same step, so a pop has one move per symbol that may lie under
+    X (``_Move.X`` = that reading; G for moves that do not read)."""
+    G = t.G
+    modes = G + 1
+    below = _below(t)
+    c0 = t.q0 * modes + G
+    seen, todo, moves = {c0}, [c0], []
+    while todo:
+        c = todo.pop()
+        p, X = divmod(c, modes)
+        for a in range(t.K):
+            mv = t.trans.get((p, a, X))
+            if mv is None:
+                continue                                    # dead: no unit fires
+            p2, out, op, y = mv
+            if op == "pop":                                 # POP_LEFT; the reading is the top
+                steps = [(R, p2 * modes + R, "pop", -1) for R in sorted(below[X])]
+            elif op == "noop":                              # NOOP
+                steps = [(G, p2 * modes + X, "noop", -1)]
+            elif X == G:                                    # push on ⊥: y held, memory empty
+                steps = [(G, p2 * modes + y, "noop", -1)]
+            elif op == "push":                              # POP_RIGHT writes the old top X
+                steps = [(G, p2 * modes + y, "push", X)]
+            else:                                           # replace: the held top changes
+                steps = [(G, p2 * modes + y, "noop", -1)]
+            for R, c2, memop, code in steps:
+                moves.append(_Move(c, a, R, c2, memop, code, out if t.output == "symbol" else -1))
+                if c2 not in seen:
+                    seen.add(c2)
+                    todo.append(c2)
+    return moves
+
+
+def _ntm_moves_memory(t: _NTMTable) -> list[_Move]:
+    """The moves of the other layout (module docstring, Baby-NTM 5.): the top lies in row 0
+    (mode U, controller state p·(G + 2)) unless a replace left it held (mode H_X, p·(G + 2) +
+    1 + X, the memory holding the stack below X). ``_Move.X`` is the top: the reading in U (an
+    over-approximation of the possible tops, as in `_moves`), the held X in H_X."""
+    G = t.G
+    modes = G + 2
+    below = _below(t)
+    c0 = t.q0 * modes + U
+    tops: dict[int, set] = {c0: {G}}
+    done: set = set()
+    moves: list[_Move] = []
+    todo = [c0]
+    while todo:
+        c = todo.pop()
+        p, mode = divmod(c, modes)
+        for X in sorted(tops[c]):
+            for a in range(t.K):
+                mv = t.trans.get((p, a, X))
+                if mv is None or (c, a, X) in done:
+                    continue
+                done.add((c, a, X))
+                p2, out, op, y = mv
+                if mode == U:
+                    mode2, memop, code, nxt = {
+                        "noop": (U, "noop", -1, {X}), "push": (U, "push", y, {y}),
+                        "pop": (U, "pop", -1, below.get(X, set())),
+                        "replace": (1 + y, "pop", -1, {y})}[op]
+                else:                                   # H_X: the memory holds the stack below X
+                    mode2, memop, code, nxt = {
+                        "noop": (mode, "noop", -1, {X}), "replace": (1 + y, "noop", -1, {y}),
+                        "push": ((1 + y, "push", X, {y}) if X != G else (1 + y, "noop", -1, {y})),
+                        "pop": (U, "noop", -1, below.get(X, set()))}[op]
+                c2 = p2 * modes + mode2
+                moves.append(_Move(c, a, X, c2, memop, code,
+                                   out if t.output == "symbol" else -1))
+                have = tops.setdefault(c2, set())
+                if not nxt <= have:
+                    have |= nxt
+                    todo.append(c2)
+    return moves
+
+
+def _ntm_outputs(t: _NTMTable, c2s: list[int], memory: bool = False) -> np.ndarray:
+    """(outputs, len(c2s)) 0/1: the output after entering each controller state (accept: the
+    state accepts, or for empty-stack acceptance the held top is ⊥; next_set: the Dyck-(k, m)
+    set from the held (type, depth))."""
+    G, modes = t.G, t.G + 1 + int(memory)
+    if t.output == "accept":
+        return np.array([[int(c % modes == G) if t.empty_stack else int(t.accepting[c // modes])
+                          for c in c2s]], dtype=np.int64).reshape(1, len(c2s))
+    if memory:
+        raise CompileError("the top-in-memory layout has no next-symbol sets")   # not chosen
+    k, m = t.K // 2, t.bound
+    out = np.zeros((2 * k + 1, len(c2s)), dtype=np.int64)
+    for j, c in enumerate(c2s):
+        X = c % modes
+        d = 0 if X == G else X % m + 1
+        out[:k, j] = d < m
+        if X != G:
+            out[k + X // m, j] = 1
+        out[2 * k, j] = X == G
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class BabyNTMController(Abstraction):
+    """A compiled `SuzgunBabyNTM`. Hidden units: ``start`` (as in `SuzgunController`), the
+    `SuzgunUnit` s ``units`` (±1; ``op`` the memory op "push" (POP_RIGHT), "pop" (POP_LEFT)
+    or "noop" (NOOP); ``c2`` = p·``modes`` + mode: ``layout`` "held": mode X, the held top
+    (G: ⊥); "memory": mode 0 = U, the top in row 0, mode 1 + X = X held), then
+    ``relays`` (always 0; relay k carries bit ``bits[k]`` of the memory's row 0 from h̃).
+    ``codes``: (G + 1, width) symbol codes (row G, ⊥ / an empty row, all zero); ``rows``: the
+    memory's rows; ``type_of``: memory symbol → the machine's store code."""
+
+    codes: np.ndarray = None  # type: ignore[assignment]
+    start: int | None = 0
+    units: tuple[SuzgunUnit, ...] = ()
+    modes: int = 1
+    bits: tuple[int, ...] = ()
+    relays: tuple[int, ...] = ()
+    rows: int = 1
+    type_of: tuple[int, ...] = ()
+    layout: str = "held"
+
+
+def _ntm_weights(t: _NTMTable, c0: int, lay: _Layout, codes: np.ndarray, tau: Fraction,
+                 memory: bool = False) -> dict:
+    H, units = lay.H, lay.units
+    W_ih, W_hh, bias, W_sh_bits, h0 = _recurrence(t.K, c0, lay, ONE)   # §3.3 h̃, h_t
+    W_m = np.zeros((H, codes.shape[1]), dtype=np.int64)                  # §3.3 W_m M^(0)
+    W_m[:, :W_sh_bits.shape[1]] = W_sh_bits
+    w: dict[str, Any] = {
+        "W_sh.weight": ExactWeight.of(W_m, scaled=False), "h0": ExactWeight.of(h0, scaled=False),
+        "cell.weight_ih": ExactWeight.of(W_ih), "cell.weight_hh": ExactWeight.of(W_hh),
+        "cell.bias_ih": ExactWeight.of(bias), "cell.bias_hh": ExactWeight.of(np.zeros(H, dtype=np.int64))}
+    acts = np.zeros((5, len(units)), dtype=np.int64)                    # §3.3 a_t (five ops)
+    for j, u in enumerate(units):
+        acts[NTM_OPS[u.op], j] = 1
+    w["W_a.weight"], w["W_a.bias"] = _head(lay, ONE, acts, np.zeros(5, dtype=np.int64), tau)
+    vals = np.zeros((codes.shape[1], len(units)), dtype=np.int64)     # §3.3 n_t
+    for j, u in enumerate(units):
+        if u.push >= 0:
+            vals[:, j] = codes[u.push]
+    w["W_n.weight"], w["W_n.bias"] = _head(lay, ONE, vals, np.zeros(codes.shape[1], dtype=np.int64))
+    if t.output == "symbol":                                          # §3.3 y_t
+        out = np.zeros((t.n_out + 1, len(units)), dtype=np.int64)
+        for j, u in enumerate(units):
+            out[u.out if u.out >= 0 else t.n_out, j] = 1
+        first = np.zeros(t.n_out + 1, dtype=np.int64)
+        first[t.n_out] = 1
+    else:
+        out = _ntm_outputs(t, [u.c2 for u in units], memory)
+        first = _ntm_outputs(t, [c0], memory)[:, 0]
+    w["W_y.weight"], w["W_y.bias"] = _head(lay, ONE, out, first)
+    return w
+
+
+def _ntm_decoder(t: _NTMTable, lay: _Layout, codes: np.ndarray, c0: int, rows: int,
+                 memory: bool = False):
+    """states [h_t; M_t] → the machine's fields: the controller state is the active unit's c2
+    (none: dead, −1), the stack is the memory's filled rows (row 0 just under the top) below the
+    held top."""
+    G, H, w = t.G, lay.H, codes.shape[1]
+    modes = G + 1 + int(memory)
+    target = np.zeros((H, t.Q * modes), dtype=np.float32)
+    if lay.start:
+        target[0, c0] = 1
+    for j, u in enumerate(lay.units):
+        target[j + int(lay.start), u.c2] = 1
+    pow2 = 1 << np.arange(w - 1, -1, -1)
+    lut = np.full(1 << w, -1, dtype=np.int32)
+    lut[codes.astype(np.int64) @ pow2] = np.arange(G + 1)
+    type_of = np.array(t.type_of + (-1,), dtype=np.int64)        # index −1: not a code → −1
+
+    def decode(states: np.ndarray) -> dict[str, np.ndarray]:
+        states = np.asarray(states)
+        B, T1 = states.shape[:2]
+        hits = (states[..., :H] > 0).astype(np.float32) @ target
+        c = np.where(hits.max(-1) > 0.5, hits.argmax(-1), -1)
+        dead = c < 0
+        state = np.where(dead, -1, c // modes)
+        if t.fields == "dfa":
+            return {"state": state}
+        mode = c % modes
+        held = np.where(dead, G, np.where(mode == U, G, mode - 1) if memory else mode)
+        bits = states[..., H:H + rows * w].reshape(B, T1, rows, w) > 0.5
+        word = np.zeros((B, T1, rows), dtype=np.int32)
+        for j in range(w):                                        # the code bits, not the rows
+            word |= bits[..., j].astype(np.int32) << (w - 1 - j)
+        mem = lut.take(word)                                      # (B, T1, rows), top first
+        n = (mem != G).sum(-1)
+        real = held != G
+        depth = np.where(dead, -1, n + real)
+        D = max(int(depth.max(initial=0)), 1)
+        i = np.arange(D)
+        below = np.take_along_axis(mem, np.clip(n[..., None] - 1 - i, 0, rows - 1), -1)
+        syms = np.where(i < n[..., None], below,
+                        np.where((i == n[..., None]) & real[..., None], held[..., None], -2))
+        syms = np.where(dead[..., None], -2, syms)
+        top_sym = np.take_along_axis(syms, np.clip(depth - 1, 0, D - 1)[..., None], -1)[..., 0]
+        depth_top = np.where(depth > 0, top_sym, G)              # the top (G: ⊥)
+        if t.fields == "dyck":
+            stack = np.where(syms == -2, -1, type_of[np.where(syms == -2, -1, syms)])
+            W = max(t.bound, 1)
+            out = np.full((B, T1, W), -1, dtype=np.int64)
+            out[..., :min(W, D)] = stack[..., :min(W, D)]
+            return {"stack": out, "depth": depth, "state": np.where(dead, -1, 0),
+                    "top": np.where(dead | (depth_top == G), -1, type_of[depth_top])}
+        stack = np.full((B, T1, D + 1), -1, dtype=np.int64)
+        stack[..., 0] = G
+        stack[..., 1:] = np.where(syms == -2, -1, type_of[np.where(syms == -2, -1, syms)])
+        stack[dead] = -1
+        top = np.where(dead, -1, type_of[depth_top])
+        return {"state": state, "stack": stack, "depth": depth, "top": top}
+
+    return decode
+
+
+LAYOUTS = ("auto", "held", "memory")
+
+
+def _ntm_plan(t: _NTMTable, memory: bool, machine) -> tuple:
+    """(modes, c0, codes, units, reading bits, start) of one layout (module docstring,
+    Baby-NTM 1.–5.)."""
+    G = t.G
+    modes = G + 1 + int(memory)
+    c0 = t.q0 * modes + (U if memory else G)
+    moves = _ntm_moves_memory(t) if memory else _ntm_moves(t)
+    what = f"compiling {machine!r} to {NTM_MODEL} (up to {len(moves) + 1:,} hidden units)"
+    hint = "use a smaller machine or a smaller depth bound"
+    limits.check(what, len(moves) + 1, "max_units", hint=hint)
+    codes = store_codes(G, "binary")
+    limits.check(what, 32 * (len(moves) + 1) * (2 * (len(moves) + t.K) + codes.shape[1] + 8),
+                 "max_bytes", hint=hint)
+    # tests on the reading: every mode of the held layout (1 mode), mode U of the other
+    codes, (units, rbits, _) = _choose_codes(moves, modes if memory else 1, codes)
+    entry = _entry(c0, "symbol" if t.output == "symbol" else "accept", units)
+    if entry is not None:
+        units = (units[entry],) + units[:entry] + units[entry + 1:]
+    return modes, c0, codes, units, tuple(rbits), entry is None
+
+
+def compile_suzgun_baby_ntm(machine, dtype: torch.dtype = torch.float32, temperature: Any = 1,
+                            gumbel: bool = False, size: int | None = None,
+                            layout: str = "auto") -> CompiledNetwork:
+    """Compile a machine whose store fits a fixed memory — a DFA / Mealy machine, a real-time
+    depth-bounded DPDA or DPDT (`BoundedPDA`, ``machine.bounded(m)``) or Dyck-(k, m) — into a
+    `SuzgunBabyNTM` (module docstring, "Baby-NTM construction"). ``layout`` "held": the top
+    is held in the controller, the stack below it in rows 0 … m − 2 (row 0 just under the top;
+    empty rows all 0, the code of ⊥); push = POP_RIGHT with n_t the old top's code, pop =
+    POP_LEFT (the new top is row 0, read in the same step), noop / replace / push on ⊥ = NOOP.
+    "memory": the top in row 0 of rows 0 … m − 1, held only after a replace (final-state
+    recognisers, transducers, DFAs). "auto" (default): the layout with fewer hidden units.
+    ``temperature`` τ (folded into W_a) and ``gumbel`` as for `compile_suzgun_stack_rnn`;
+    ``size``: the memory's rows (default the fewest that hold the stack; e.g. 104 as in the
+    paper's experiments, §4 — rows past the stack stay 0). ``net.bound``: 1 start unit + one
+    unit per (controller state, input, reading) at most + W relay units (W the code width),
+    controller states Q·(G + 1) (held) or Q·(G + 2) (memory); ``net.info["memory_layout"]``
+    says how the stack lies in the rows."""
+    t = _ntm_table(machine)
+    if isinstance(t, PdanetError):
+        raise t
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float, Fraction)) \
+            or not (math.isfinite(temperature) and temperature > 0):
+        raise InputError(f"temperature must be a finite number > 0 (it is folded into W_a "
+                         f"exactly), got {temperature!r}")
+    if not isinstance(gumbel, bool):
+        raise InputError(f"gumbel must be True or False, got {gumbel!r}")
+    if layout not in LAYOUTS:
+        raise InputError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    can_memory = t.output == "symbol" or (t.output == "accept" and not t.empty_stack)
+    if layout == "memory" and not can_memory:
+        raise InputError(f"layout 'memory' cannot tell {machine!r}'s output (it depends on the "
+                         "top after a pop: empty-stack acceptance, next-symbol sets); use "
+                         "layout 'held' or 'auto'")
+    plans = {}
+    if layout in ("auto", "held"):
+        plans[False] = _ntm_plan(t, False, machine)
+    if layout == "memory" or (layout == "auto" and can_memory):
+        plans[True] = _ntm_plan(t, True, machine)
+
+    def hidden(plan: tuple) -> int:
+        return len(plan[3]) + int(plan[5]) + len(plan[4])
+
+    memory = min(plans, key=lambda k: (hidden(plans[k]), k))
+    modes, c0, codes, units, rbits, start = plans[memory]
+    tau = Fraction(temperature)
+    rows = max(t.bound - int(not memory), 1)
+    if size is not None:
+        if isinstance(size, bool) or not isinstance(size, int) or size < rows:
+            raise InputError(f"size must be an int ≥ {rows} (the rows that hold the stack of "
+                             f"{machine!r}), got {size!r}")
+        rows = size
+    G = t.G
+    lay = _Layout(start, units, rbits, (), rbits)
+    weights = _ntm_weights(t, c0, lay, codes, tau, memory)
+    n_out = {"accept": 1, "symbol": t.n_out + 1, "next_set": t.K + 1}[t.output]
+    module = SuzgunBabyNTM(t.K, lay.H, codes.shape[1], n_out, rows, float(tau), gumbel)
+    module = load_exact(module, weights, BETA, dtype).eval()    # eval: no Gumbel noise
+    if t.output == "next_set":
+        def reader(logits: np.ndarray) -> np.ndarray:
+            return np.asarray(logits) > 0
+    else:
+        reader = _reader(t.realtime)
+    relays = tuple(lay.relay(k) for k in lay.relay_bits)
+    labels = (("start",) if start else ()) + tuple(_label(u) for u in units) + tuple(
+        f"relay·bit{k}" for k in lay.relay_bits)
+    abstraction = BabyNTMController(labels=labels, codes=codes, start=0 if start else None,
+                                    units=units, modes=modes, bits=lay.relay_bits,
+                                    relays=relays, rows=rows, type_of=t.type_of,
+                                    layout="memory" if memory else "held")
+    Qs, Ks, Gs, Ws = sp.symbols("Q K G W")
+    bound = Qs * (Gs + 1 + int(memory)) * Ks * (Gs + 1) + 1 + Ws
+    params = {"Q": t.Q, "K": t.K, "G": G, "W": codes.shape[1]}
+    if memory:
+        text = (f"the stack lies in memory rows 0 … {rows - 1}, top in row 0, deeper symbols in "
+                "the next rows (rows past the stack, and the empty stack ⊥, hold 0) — except "
+                "after a replace, when the new top is held in the controller and the rows hold "
+                "the stack below it. push = POP_RIGHT ([0, a, b, …] then row 0 += n_t, n_t the "
+                "pushed code; held: the held top's code), pop = POP_LEFT ([b, c, …, 0]; held: "
+                "NOOP, the top is row 0 again), noop = NOOP, replace = POP_LEFT (held: NOOP)")
+    else:
+        text = (f"the machine's top is held in the controller (state × held top); the stack "
+                f"below it lies in memory rows 0 … {rows - 1} (row 0 just under the top, deeper "
+                "symbols in the next rows; rows past the stack, and the empty stack ⊥, hold 0). "
+                "push = POP_RIGHT ([0, a, b, …] then row 0 += n_t, n_t the code of the old top), "
+                "pop = POP_LEFT ([b, c, …, 0]; the new top is row 0, which h̃ reads in the same "
+                "step), noop, replace and a push on ⊥ = NOOP (the held top changes)")
+    text += ("; the last row is empty whenever the bound allows a push; ROTATE_RIGHT / "
+             "ROTATE_LEFT are never chosen")
+    info = {
+        "model": NTM_MODEL, "controller": "elman", "memory": "baby_ntm",
+        "layout": "memory" if memory else "held",
+        "hidden_units": lay.H, "controller_units": len(units) + int(start),
+        "start_unit": start, "relay_units": len(relays), "memory_rows": rows,
+        "memory_width": codes.shape[1], "depth_bound": t.bound,
+        "memory_layout": text, "temperature": str(tau), "gumbel": gumbel,
+        "step": "one network step reads one input symbol and applies one of the five ops",
+    }
+    argument = ("every unit pre-activation is ±1/2 or beyond (one-hot input, one active unit, "
+                "exact 0/1 memory rows) and every head pre-activation ±HEAD/2 = ±16; at β = 64 "
+                "tanh(±32) is exactly ±1, σ(±1024) exactly 0/1 and the softmax over the five "
+                "ops (gap 2048) exactly one-hot in float32 and float64, so the memory rows stay "
+                "exact 0/1 codes")
+    return CompiledNetwork(
+        machine=machine, module=module, target="stack_rnn", method=NTM_MODEL,
+        hidden_units=lay.H, bound=bound, params=params, weights=weights,
+        scale=sp.Integer(BETA), decoder=_ntm_decoder(t, lay, codes, c0, rows, memory),
+        reader=reader, margin=sp.Rational(1, 2), steps_per_symbol=1, scale_argument=argument,
+        abstraction=abstraction, info=info)
+
+
+def _example_baby_ntm():
+    from pdanet.automata.tasks.suzgun2019 import dyck_machine
+    return dyck_machine(2).bounded(3)
+
+
+EXAMPLE_SUZGUN_BABY_NTM = _example_baby_ntm()
+
+
 def _example():
     from pdanet.automata.tasks.suzgun2019 import dyck_machine
     return dyck_machine(2)
@@ -1012,8 +1541,10 @@ def _example():
 EXAMPLE_SUZGUN_STACK_RNN = _example()
 EXAMPLE_SUZGUN_STACK_LSTM = EXAMPLE_SUZGUN_STACK_RNN
 
-__all__ = ["BETA", "EXAMPLE_SUZGUN_STACK_LSTM", "EXAMPLE_SUZGUN_STACK_RNN", "HEAD", "MODELS",
-           "RHO", "SuzgunBabyNTM", "SuzgunController", "SuzgunStackLSTM", "SuzgunStackRNN",
-           "SuzgunUnit", "compile_suzgun_stack_lstm", "compile_suzgun_stack_rnn",
+__all__ = ["BETA", "EXAMPLE_SUZGUN_BABY_NTM", "EXAMPLE_SUZGUN_STACK_LSTM",
+           "EXAMPLE_SUZGUN_STACK_RNN", "HEAD", "MODELS", "NTM_OPS", "RHO", "BabyNTMController",
+           "SuzgunBabyNTM", "SuzgunController", "SuzgunStackLSTM", "SuzgunStackRNN",
+           "SuzgunUnit", "compile_suzgun_baby_ntm", "compile_suzgun_stack_lstm",
+           "compile_suzgun_stack_rnn",
            "requires_suzgun_baby_ntm", "requires_suzgun_stack_lstm",
            "requires_suzgun_stack_rnn"]
