@@ -50,8 +50,29 @@ symbols (queue copy, stack and DPDT reversal). Where one head would need
 two sources (the input's datum in one move, the datum read in another), the factoring is
 switched off and every symbol's behaviour is its own class (one unit per (state, symbol class,
 reading) that acts differently, as the ``stack_rnn`` controller has); ``net.info["factoring"]``
-says which ("none" also where no datum is copied). A state that holds a symbol (bigram flip's
-pending symbol) is not factored: such machines get one class per symbol.
+says which ("none" also where no datum is copied).
+
+Registers (``factoring == "registers"``). States of the form ``(tag, x)``, x an input symbol
+(two or more per tag: bigram flip's ``("hold", x)`` and ``("owe", x)``), are one controller state
+per tag plus a *register* holding x's datum bits (⌈log2 N⌉ for N datums), tried before the data
+path. Every move of a tag must be the same for all its members once the next register, the
+pushed datum and the emitted datum are each described as "the register" (``reg``), "the input
+symbol" (``in``), "the symbol read" (``rd``) or a constant (a stack's no-op on top X counts as
+replacing X by X where a member replaces); where that fails the machine takes the paths above.
+Every copy is *gated*: per control unit j and copied source, one unit per datum bit k with
+pre-activation ``z_j + (source bit k) − 1`` (z_j the control unit's, so it is on iff unit j fires
+and the bit is 1); the register after a step is the sum of the gated units (and constant bits)
+that load it, which the gated units of the next step read as the ``reg`` source, and the heads
+read ``2·gated − ind(h_j)`` (±1 while unit j fires) for a copied pushed or emitted datum. So
+units are 1 + U + (gated sources)·⌈log2 N⌉, U the control units over tags × classes × tests:
+bigram flip at |Σ| = 128 has 48 hidden units (the StackRNN construction: 33k). The decoder
+reads the tag from the active control unit and the member from the register's bits.
+
+Long strings. For a stack, `GrefenstetteRNN.forward_window` runs the same controller and heads
+with the stack kept as symbol ids (O(1) per step) and proves at every step that this is exact
+(`pdanet.constructions.controllers.StackRNN.forward_window`'s argument); with the
+``window_decoder`` the compiled network carries for DPDAs and DPDTs, `pdanet.verify` compares
+long strings by their top cells in O(T).
 
 Saturation. Every pre-activation is ±1/2 or beyond (LSTM: ≥ 0.499, see below) and β = 2048, so
 |βz| ≥ 1021: sigmoid is exactly 0 or 1 and tanh exactly ±1 in float32 and float64 (e^−745
@@ -81,10 +102,12 @@ from pdanet.automata.store import StoreTransducer
 from pdanet.constructions.abstraction import ControllerMemory, ControllerUnit
 from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact
 from pdanet.constructions.controllers import (
+    SymbolStack,
     _decoder,
     _Plan,
     _reader,
     _Unit,
+    _window_decoder,
     assemble_states,
     unit_label,
 )
@@ -112,7 +135,9 @@ class GrefenstetteRNN(nn.Module):
 
     forward(ids (B, T)) → (states (B, T+1, H + S·width + 1 + D), logits (B, T+1, num_outputs)),
     states[t] = [h_t; r_t; n_t; c_t] as in `pdanet.constructions.controllers.StackRNN`: n_t the
-    number of cells of strength > 1/2 and c_t their decoded symbol ids (−1 padding)."""
+    number of cells of strength > 1/2 and c_t their decoded symbol ids (−1 padding).
+    `forward_decoded` gives the same with the store kept as symbol ids where that is provably
+    exact (what `pdanet.verify` runs), `forward_window` the top cells only (stacks, O(1) a step)."""
 
     def __init__(self, num_symbols: int, hidden: int, width: int, num_outputs: int,
                  controller: str = "rnn", store: str = "stack", embedding: int | None = None,
@@ -207,6 +232,152 @@ class GrefenstetteRNN(nn.Module):
         logits = self.readout(torch.tanh(self.out(hs_t)))                    # o_t, then W_y o_t
         return states, logits
 
+    @torch.no_grad()
+    def forward_decoded(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """`forward`'s (states, logits), computed with the store kept as symbol ids where that is
+        exact, which is what `pdanet.verify` runs: every step costs the controller, the heads
+        and O(B) index updates, instead of the store's pass over every cell (Eqs. 1–11). Exact
+        under the conditions of `forward_window` (every action row exactly one of the store's
+        one-step ops, `Store.actions`, and every pushed v_t exactly a symbol's ±1 vector), which
+        are checked at every valid step; where one fails this returns `forward(ids)`. Then each
+        strength of Eqs. 1–2, 4 and 6–9 stays exactly 0 or 1, a step pops the top (stack,
+        deque top), front (queue, deque bottom) live cell and pushes at the top (bottom), and
+        the readings of Eqs. 3, 5, 10–11 are exactly the end cells' vectors (0 when empty)."""
+        ids = torch.as_tensor(ids)
+        out = self._discrete(ids, None)
+        return self.forward(ids) if out is None else out
+
+    @torch.no_grad()
+    def _discrete(self, ids: torch.Tensor, cells: int | None
+                  ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """The discrete-store run of `forward_decoded` (``cells`` None: states as `forward`'s)
+        and of `forward_window` (the top ``cells`` cells, top first), or None where not exact."""
+        if ids.dim() != 2:
+            raise InputError(f"ids must be (batch, time), got shape {tuple(ids.shape)}")
+        ids = ids.to(self.h0.device)
+        if bool((ids >= self.embedding.num_embeddings).any()):
+            raise InputError(f"ids must be < {self.embedding.num_embeddings} (or −1 padding)")
+        B, T = ids.shape
+        valid = ids >= 0
+        valid_np = valid.cpu().numpy()
+        padded = (~valid_np).any(0)
+        x = self.embedding(ids.clamp(min=0))
+        lstm = self.controller_kind == "lstm"
+        kind, S, m = self.store_kind, self.slots, self.width
+        codes_np = np.asarray(self.codes.codes)
+        G = codes_np.shape[0] - 1
+        vecs_np = (2 * codes_np - 1).astype(np.float64)       # a pushed symbol's ±1 vector
+        vecs_np[G] = 0                                         # the empty reading
+        vecs = torch.as_tensor(vecs_np, dtype=x.dtype, device=x.device)
+        lut = SymbolStack(0, 0, 1, codes_np)                   # symbol of a value vector
+        rows = np.arange(B)
+        mem = np.full((B, 2 * T + 2), -1, dtype=np.int64)
+        lo = np.full(B, T + 1, dtype=np.int64)                 # live cells mem[lo:hi]
+        hi = lo.copy()
+        sizes = np.zeros((T + 1, B), dtype=np.int64)
+        snaps: list = [np.zeros((B, 0), dtype=np.int64)]
+        h = self.h0.view(1, -1).expand(B, -1)
+        c = self.c0.view(1, -1).expand(B, -1) if lstm else None
+        r = x.new_zeros(B, self.reading_size)                                # r_0 = 0
+        hs = x.new_empty(T + 1, B, h.shape[1])
+        rs = x.new_empty(T + 1, B, self.reading_size)
+        hs[0], rs[0] = h, r
+        acts = np.zeros((T, B, 2 * S), dtype=np.float64)
+        vals = np.zeros((T, B, S * m), dtype=np.float64)
+        syms = np.full((T, B, S), -1, dtype=np.int64)
+        for t in range(T):
+            inp = torch.cat([x[:, t], r], 1)                                 # x_t ⊕ r_{t−1}
+            if lstm:
+                h_new, c_new = self.cell(inp, (h, c))                        # (o'_t, h_t)
+            else:
+                h_new, c_new = self.cell(inp, h), None
+            act, value = self.actions(h_new)                                 # d_t, u_t, v_t
+            if padded[t]:
+                keep = valid[:, t].unsqueeze(1)
+                h_new = torch.where(keep, h_new, h)
+                if lstm:
+                    c_new = torch.where(keep, c_new, c)
+            a, val, sy = acts[t], vals[t], syms[t]
+            a[:] = act.double().cpu().numpy()
+            val[:] = value.double().cpu().numpy()
+            v = valid_np[:, t]
+            on = [(a[:, 2 * k] == 1) & v for k in range(S)]              # d (top, bottom)
+            off = [(a[:, 2 * k + 1] == 1) & v for k in range(S)]         # u (top, bottom)
+            for k in range(S):
+                if on[k].any():
+                    sy[:, k] = lut.symbols(val[:, k * m:(k + 1) * m])
+            if kind == "stack":
+                hi -= off[0] & (hi > lo)
+            elif kind == "queue":
+                lo += off[0] & (hi > lo)
+            else:                                                        # Eqs. 7, 8, then 9
+                hi -= off[0] & (hi > lo)
+                lo += off[1] & (hi > lo)
+                lo -= on[1]
+                mem[rows[on[1]], lo[on[1]]] = sy[on[1], 1]
+            mem[rows[on[0]], hi[on[0]]] = sy[on[0], 0]
+            hi += on[0]
+            n = hi - lo
+            sizes[t + 1] = n
+            empty = n == 0
+            top = np.where(empty, G, mem[rows, np.maximum(hi - 1, 0)])
+            front = np.where(empty, G, mem[rows, lo])
+            read = ([top] if kind == "stack" else [front] if kind == "queue" else [top, front])
+            r_new = torch.cat([vecs[torch.from_numpy(e).to(x.device)] for e in read], 1)
+            r = torch.where(valid[:, t].unsqueeze(1), r_new, r) if padded[t] else r_new
+            h, c = h_new, c_new
+            hs[t + 1], rs[t + 1] = h, r
+            if cells is None:                  # the live cells, bottom (front) first
+                w = int(n.max(initial=0))
+                pos = np.minimum(lo[:, None] + np.arange(w), 2 * T + 1)
+                snaps.append(np.where(pos < hi[:, None], mem[rows[:, None], pos], -1))
+            else:                              # the top cells, top first
+                pos = hi[:, None] - 1 - np.arange(cells)
+                snaps.append(np.where(pos >= lo[:, None], mem[rows[:, None], pos], -1))
+        # the conditions that make the discrete store exact, on every valid step at once
+        ops = np.array([self.store.actions(op) for op in self.store.ops], dtype=np.float64)
+        exact = (acts[..., None, :] == ops).all(-1).any(-1) & np.isfinite(vals).all(-1)
+        for k in range(S):
+            pushing = acts[..., 2 * k] == 1
+            sk = syms[..., k]
+            code_ok = (sk >= 0) & (vals[..., k * m:(k + 1) * m]
+                                   == vecs_np[np.maximum(sk, 0)]).all(-1)
+            exact &= ~pushing | code_ok
+        if not exact[valid_np.T].all():
+            return None
+        W = max(s.shape[1] for s in snaps) if cells is None else cells
+        hs_t, rs_t = hs.transpose(0, 1), rs.transpose(0, 1)
+        Hr = hs_t.shape[2] + rs_t.shape[2]
+        states = torch.full((B, T + 1, Hr + 1 + W), -1.0, dtype=x.dtype, device="cpu")
+        states[..., :Hr] = torch.cat([hs_t, rs_t], 2).cpu()
+        tail = states.numpy()                      # a view: filled in place
+        tail[..., Hr] = sizes.T
+        for t, snap in enumerate(snaps):
+            tail[:, t, Hr + 1:Hr + 1 + snap.shape[1]] = snap
+        states = states.to(x.device)
+        return states, self.readout(torch.tanh(self.out(hs_t)))
+
+    @torch.no_grad()
+    def forward_window(self, ids: torch.Tensor, cells: int = 3
+                       ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """`forward` for a stack in O(1) per step, or None where that is not exact (queues and
+        deques: None). states[t] = [h_t; r_t; n_t; the symbol ids of the top ``cells`` cells,
+        top first, −1 below the bottom]; logits as `forward`.
+
+        Why it is exact (the argument of `pdanet.constructions.controllers.StackRNN.
+        forward_window`): while at every valid step d_t and u_t are each exactly 0 or 1 and a
+        pushed v_t (d_t = 1) is exactly the ±1 vector 2·code − 1 of one store symbol, every
+        strength of Eqs. 1–2 stays exactly 0 or 1, so the stack step is a discrete one (pop the
+        top live cell when u = 1, then push v when d = 1), and each weight of Eq. 3 is exactly 0
+        or 1, so r_t is exactly the top live cell's vector (0 when empty). This method keeps the
+        stack as symbol ids with a size per row (`SymbolStack`), runs the same controller and
+        heads as `forward` on the same inputs, and checks those conditions at every valid step
+        at once; when one fails anywhere it returns None (then only `forward` says what the
+        network does). The run is `forward_decoded`'s."""
+        if self.store_kind != "stack":
+            return None
+        return self._discrete(torch.as_tensor(ids), int(cells))
+
 
 # --- the machine, factored ---------------------------------------------------------------------
 @dataclass(frozen=True)
@@ -215,7 +386,9 @@ class GrefenstetteUnit:
     ``test``" (``("any",)``, ``("empty",)``, ``("nonempty",)``, ``("code", X)`` or
     ``("variant", v)``: any symbol of variant v) → state ``c2``,
     with store op ``op``, the pushed value per slot and the output, each None, ``("in",)`` (the
-    input symbol), ``("rd", slot)`` (the symbol read at that slot) or ``("c", index)``."""
+    input symbol), ``("rd", slot)`` (the symbol read at that slot), ``("reg",)`` (the register's
+    symbol, register path) or ``("c", index)`` (pushed values end with their variant); ``reg``
+    the next register (register path; None: the next state holds none)."""
 
     c: int
     A: int
@@ -224,6 +397,7 @@ class GrefenstetteUnit:
     op: str
     push: tuple
     out: tuple | None
+    reg: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -231,13 +405,16 @@ class GrefenstetteController(ControllerMemory):
     """`ControllerMemory` of a compiled `GrefenstetteRNN`: ``units[j]`` is hidden unit j + 1
     (unit 0 starts); ``classes[a]`` the input class of symbol a; ``tests[j]`` the reading test of
     unit j; ``data_units`` / ``reading_units`` the hidden ranges of the copied code bits;
-    ``factoring``: ``"data_path"`` or ``"none"``."""
+    ``factoring``: ``"data_path"``, ``"registers"`` or ``"none"``; ``gated_units`` the hidden
+    indices of the gated copies and ``registers`` the tags that hold a symbol (register path)."""
 
     classes: tuple = ()
     tests: tuple = ()
     data_units: tuple = ()
     reading_units: tuple = ()
     factoring: str = "data_path"
+    gated_units: tuple = ()
+    registers: tuple = ()
 
 
 def _symbols(machine) -> tuple[list, list, list]:
@@ -280,6 +457,7 @@ class _Factored:
     factoring: str
     reachable: tuple
     data: _Data
+    registers: dict | None = None      # register path: tag → {datum: machine state}
 
 
 @dataclass(frozen=True)
@@ -428,12 +606,35 @@ def _factor(view: RealtimeTable, machine, store, sources: bool) -> _Factored:
                   ("rd", slot(p)) if X < G and copies(agree_rd, ("out", p, a)) else ("c", out))
         return (p2, op, ya, oa)
 
-    beh: dict = {}
+    beh = {}
+    for (p, a, X), mv in view.trans.items():
+        beh[(p, a, X)] = behaviour(p, a, X, mv)
+    classes, reps, units, seen = _units(view, {k: mv[0] for k, mv in view.trans.items()}, beh,
+                                        by_variant, sv, store)
+    heads: dict = {}
+    for u in units:
+        for s, y in enumerate(u.push):
+            if y is not None and y[0] != "c":
+                heads.setdefault(("push", s), set()).add(y[:-1])
+        if u.out is not None and u.out[0] != "c":
+            heads.setdefault(("out",), set()).add(u.out)
+    if any(len(v) > 1 for v in heads.values()):
+        raise _Conflict
+    srcs = {h: next(iter(v)) for h, v in heads.items()}
+    factoring = "data_path" if srcs else "none"      # no copied bits: one class per behaviour
+    return _Factored(view, classes, reps, tuple(units), srcs, factoring, tuple(sorted(seen)),
+                     data)
+
+
+def _units(view: RealtimeTable, nxt: dict, beh: dict, by_variant: dict, sv: tuple, store
+           ) -> tuple[np.ndarray, tuple, list, set]:
+    """Input classes (symbols whose behaviour agrees in every state and reading), their
+    representatives, the control units and the reachable controller states, from ``beh[(p, a,
+    X)] = (p2, op, push, out[, register])`` and ``nxt[(p, a, X)] = p2``."""
+    G = view.G
     sig_a: dict = {}
     sig_x: dict = {}
-    for (p, a, X), mv in view.trans.items():
-        b = behaviour(p, a, X, mv)
-        beh[(p, a, X)] = b
+    for (p, a, X), b in beh.items():
         sig_a.setdefault(a, []).append((p, X, b))
         sig_x.setdefault(X, []).append((p, a, b))
     group_a: dict = {}
@@ -453,55 +654,224 @@ def _factor(view: RealtimeTable, machine, store, sources: bool) -> _Factored:
         p = todo.pop()
         for A in reps:
             for X in xreps:
-                mv = view.trans.get((p, A, X))
-                if mv is not None and mv[0] not in seen:
-                    seen.add(mv[0])
-                    todo.append(mv[0])
+                p2 = nxt.get((p, A, X))
+                if p2 is not None and p2 not in seen:
+                    seen.add(p2)
+                    todo.append(p2)
     units = []
     for p in sorted(seen):
         for k, a in enumerate(reps):
-            got = [(mem, view.trans.get((p, a, X))) for mem, X in zip(xmembers, xreps)]
-            if all(mv is None for _, mv in got):
+            got = [(mem, beh.get((p, a, X))) for mem, X in zip(xmembers, xreps)]
+            if all(b is None for _, b in got):
                 continue
 
-            def unit(test: tuple, X: int, mv: tuple, _p=p, _k=k, _a=a) -> GrefenstetteUnit:
-                p2 = mv[0]
-                _, op, ya, oa = beh[(_p, _a, X)]
+            def unit(test: tuple, X: int, _p=p, _k=k, _a=a) -> GrefenstetteUnit:
+                b = beh[(_p, _a, X)]
+                p2, op, ya, oa = b[:4]
                 push = tuple(ya if e == store.ops[op][1] and ya is not None else None
                              for e in store.pushes)
-                return GrefenstetteUnit(_p, _k, test, p2, op, push, oa)
+                return GrefenstetteUnit(_p, _k, test, p2, op, push, oa,
+                                        b[4] if len(b) > 4 else None)
 
             groups: dict = {}          # readings grouped by this (state, class)'s behaviour
-            for (mem, mv), X in zip(got, xreps):
-                if mv is not None:
-                    groups.setdefault(beh[(p, a, X)], []).extend(mem)
+            for (mem, b), X in zip(got, xreps):
+                if b is not None:
+                    groups.setdefault(b, []).extend(mem)
             if len(groups) == 1 and sum(len(mem) for mem in groups.values()) == G + 1:
-                units.append(unit(("any",), xreps[0], got[0][1]))
+                units.append(unit(("any",), xreps[0]))
                 continue
             for mem in groups.values():
                 rest = tuple(sorted(x for x in mem if x != G))
                 if G in mem:
-                    units.append(unit(("empty",), G, view.trans[(p, a, G)]))
+                    units.append(unit(("empty",), G))
                 if rest and len(rest) == G and G > 1:
-                    units.append(unit(("nonempty",), rest[0], view.trans[(p, a, rest[0])]))
+                    units.append(unit(("nonempty",), rest[0]))
                 elif len(rest) > 1 and rest == by_variant.get(sv[rest[0]]):
-                    units.append(unit(("variant", sv[rest[0]]), rest[0],
-                                      view.trans[(p, a, rest[0])]))
+                    units.append(unit(("variant", sv[rest[0]]), rest[0]))
                 else:
-                    units += [unit(("code", x), x, view.trans[(p, a, x)]) for x in rest]
-    heads: dict = {}
-    for u in units:
-        for s, y in enumerate(u.push):
-            if y is not None and y[0] != "c":
-                heads.setdefault(("push", s), set()).add(y[:-1])
-        if u.out is not None and u.out[0] != "c":
-            heads.setdefault(("out",), set()).add(u.out)
-    if any(len(v) > 1 for v in heads.values()):
-        raise _Conflict
-    srcs = {h: next(iter(v)) for h, v in heads.items()}
-    factoring = "data_path" if srcs else "none"      # no copied bits: one class per behaviour
-    return _Factored(view, classes, reps, tuple(units), srcs, factoring, tuple(sorted(seen)),
-                     data)
+                    units += [unit(("code", x), x) for x in rest]
+    return classes, reps, units, seen
+
+
+def _data_registers(view: RealtimeTable, machine) -> _Data | None:
+    """Datums of the register path: the symbols (input, store, output: the same object) that
+    some state ``(tag, x)`` holds or the store holds; store symbols of one datum differ by
+    their variant (whether they are an input symbol). None where two store symbols would share
+    a code."""
+    ins, gam, outs = _symbols(machine)
+    held = {q[1] for q in machine.states if isinstance(q, tuple) and len(q) == 2}
+    items: dict = {}
+    for x in list(gam) + [a for a in ins if _hashable_in(a, held)]:
+        items.setdefault(x, len(items))
+    G = view.G
+    st_datum = tuple(items[x] for x in gam)
+    st_var = tuple(int(x not in ins) for x in gam)
+    if len(set(zip(st_datum, st_var))) < G:
+        return None
+    nd = max(len(items), 1)
+    db = max(1, int(np.ceil(np.log2(nd))))
+    nv = len(set(st_var)) if G else 1
+    vb = 1 if nv > 1 else 0
+    dcodes = _bits(nd, db)
+    vcodes = _bits(2, 1)[:, :vb] if vb else np.zeros((2, 0), dtype=np.int64)
+    codes = np.zeros((G + 1, 1 + db + vb), dtype=np.int64)
+    for X in range(G):
+        codes[X] = np.concatenate([[1], dcodes[st_datum[X]], vcodes[st_var[X]]])
+    in_datum = tuple(items.get(a, -1) if _hashable_in(a, items) else -1 for a in ins)
+    out_datum = tuple(items.get(o, -1) if _hashable_in(o, items) else -1 for o in outs)
+    return _Data(codes, db, st_datum, st_var, in_datum, out_datum, dcodes, vcodes)
+
+
+def _hashable_in(x, container) -> bool:
+    try:
+        return x in container
+    except TypeError:
+        return False
+
+
+def _register_families(machine, view: RealtimeTable, data: _Data) -> dict | None:
+    """States that hold one vocabulary item: ``(tag, x)`` with x an input symbol that has a
+    datum, two or more per tag with distinct datums. {tag index (the smallest member's state
+    index): {datum: state index}}, or None where there is no such family, the start state
+    holds a symbol, or a tag's members disagree on acceptance."""
+    states = {machine.state_index(q): q for q in machine.states}
+    ins, _, _ = _symbols(machine)
+    datum_of = {x: data.in_datum[i] for i, x in enumerate(ins) if data.in_datum[i] >= 0}
+    fam: dict = {}
+    for p, q in states.items():
+        if isinstance(q, tuple) and len(q) == 2:
+            try:
+                d = datum_of.get(q[1])
+            except TypeError:          # an unhashable part: not a symbol
+                d = None
+            if d is not None:
+                fam.setdefault(("tag", q[0]), {}).setdefault(d, []).append(p)
+    out: dict = {}
+    for members in fam.values():
+        if len(members) < 2 or any(len(ps) > 1 for ps in members.values()):
+            continue
+        flat = {d: ps[0] for d, ps in members.items()}
+        if view.q0 in flat.values():
+            return None
+        if view.output == "accept" and len({view.accepting[p] for p in flat.values()}) > 1:
+            return None
+        out[min(flat.values())] = flat
+    return out or None
+
+
+def _factor_registers(view: RealtimeTable, machine, store) -> _Factored | None:
+    """The register path (see the module docstring): the machine's states ``(tag, x)`` become
+    one controller state per tag and a register holding x's datum bits. Every move of a tag is
+    described relative to the step — the next register, the pushed datum and the emitted datum
+    each "the register" (``reg``), "the input symbol" (``in``), "the symbol read" (``rd``) or a
+    constant — the same for all of the tag's members; None where that fails (then the states are
+    not factored)."""
+    data = _data_registers(view, machine)
+    if data is None:
+        return None
+    fams = _register_families(machine, view, data)
+    if fams is None:
+        return None
+    G = view.G
+    sd, sv, od, ind = data.st_datum, data.st_var, data.out_datum, data.in_datum
+    tag_of: dict = {p: (p, -1) for p in range(view.Q)}
+    for tag, members in fams.items():
+        for d, p in members.items():
+            tag_of[p] = (tag, d)
+    deque = view.kind == "deque"
+
+    def slot(p: int) -> int:
+        return 0 if (not deque or view.reads_top[p]) else 1
+
+    def cands(value: int, d: int, a: int, X: int, p: int) -> set:
+        """The descriptions of a datum ``value`` at the move (p, a, X) of register d."""
+        c = set()
+        if value < 0:
+            return c
+        if d >= 0 and value == d:
+            c.add(("reg",))
+        if ind[a] >= 0 and value == ind[a]:
+            c.add(("in",))
+        if X < G and value == sd[X]:
+            c.add(("rd", slot(p)))
+        return c
+
+    def pick(c: set):
+        for want in (("reg",), ("in",), ("rd", 0), ("rd", 1)):
+            if want in c:
+                return want
+        return None
+
+    ops: dict = {}
+    desc: dict = {}                    # (tag, a, X) → the move's description
+    replacing = set()                  # a stack's noop on top X is a replace of X by X
+    if view.kind == "stack":
+        replacing = {(tag_of[p][0], a, X) for (p, a, X), mv in view.trans.items()
+                     if mv[2] == "top" and mv[3] == "top"}
+    for (p, a, X), (p2, out, pe, ue, y) in view.trans.items():
+        tag, d = tag_of[p]
+        if pe is None and ue is None and X < G and (tag, a, X) in replacing:
+            pe, ue, y = "top", "top", X
+        op = ops.get((pe, ue), False)
+        if op is False:
+            op = ops[(pe, ue)] = op_of(store, pe, ue)
+        if op is None:
+            return None
+        tag2, d2 = tag_of[p2]
+        r = frozenset(cands(d2, d, a, X, p) | {("c", d2)}) if d2 >= 0 else None
+        o = None if out < 0 else frozenset(cands(od[out], d, a, X, p) | {("c", out)})
+        ya = None if y < 0 else frozenset({c + (sv[y],) for c in cands(sd[y], d, a, X, p)}
+                                          | {("c", y)})
+        key = (tag, a, X)
+        old = desc.get(key)
+        if old is None:
+            desc[key] = [1, tag2, op, slot(p), r, o, ya]
+            continue
+        if old[1:4] != [tag2, op, slot(p)]:
+            return None                # the tag's members move apart
+        old[0] += 1
+        for i, new in ((4, r), (5, o), (6, ya)):
+            if (old[i] is None) != (new is None):
+                return None
+            if new is not None and old[i] != new:
+                old[i] = old[i] & new
+    beh: dict = {}
+    nxt: dict = {}
+    for (tag, a, X), (n, tag2, op, _, r, o, ya) in desc.items():
+        if n != len(fams.get(tag, (0,))):
+            return None                # defined for some members only
+        fields = []
+        for c, constant in ((r, True), (o, True), (ya, False)):
+            if c is None:
+                fields.append(None)
+                continue
+            best = pick({x[:-1] if not constant else x for x in c if x[0] != "c"})
+            if best is not None and not constant:
+                best = next(x for x in c if x[:-1] == best)
+            if best is None:
+                consts = [x for x in c if x[0] == "c"]
+                if len(consts) != 1:
+                    return None
+                best = consts[0]
+            fields.append(best)
+        r_, o_, y_ = fields
+        if r_ is not None and r_[0] == "c" and tag2 not in fams:
+            return None
+        if tag2 in fams and r_ is None:
+            return None
+        if r_ is not None and r_[0] == "c":
+            r_ = ("c", r_[1])          # a constant datum
+        beh[(tag, a, X)] = (tag2, op, y_, o_, r_)
+        nxt[(tag, a, X)] = tag2
+    by_variant: dict = {}
+    if data.codes.shape[1] - 1 > data.db:
+        for X in range(G):
+            by_variant.setdefault(sv[X], []).append(X)
+    by_variant = {v: tuple(xs) for v, xs in by_variant.items()}
+    classes, reps, units, seen = _units(view, nxt, beh, by_variant, sv, store)
+    srcs: dict = {}
+    return _Factored(view, classes, reps, tuple(units), srcs, "registers", tuple(sorted(seen)),
+                     data, fams)
 
 
 class _Conflict(Exception):
@@ -513,6 +883,9 @@ def factor(machine, model: str = "grefenstette_lstm") -> _Factored:
     from at most one source, else one class per symbol)."""
     view = _view(machine, model)
     store = STORES[view.kind]()
+    reg = _factor_registers(view, machine, store)
+    if reg is not None:
+        return reg
     try:
         return _factor(view, machine, store, True)
     except _Conflict:
@@ -724,6 +1097,251 @@ def _weights(f: _Factored, lstm: bool) -> tuple[dict, dict]:
     return w, info
 
 
+def _copy_src(desc: tuple | None, push: bool = False) -> tuple | None:
+    """The copied source of a head's description (None: nothing, or a constant)."""
+    if desc is None or desc[0] == "c":
+        return None
+    return desc[:-1] if push else desc
+
+
+def _layout_registers(f: _Factored) -> dict:
+    """Register path: start 0, control units 1..U, then per (unit j, copied source) the datum's
+    bits — *gated copies*, on iff unit j fires and the source's bit is 1."""
+    db = f.data.db
+    nxt = 1 + len(f.units)
+    gated: dict = {}
+    for j, u in enumerate(f.units):
+        srcs = {_copy_src(u.reg), _copy_src(u.out)} | {_copy_src(y, True) for y in u.push}
+        for src in sorted(x for x in srcs if x is not None):
+            gated[(j, src)], nxt = tuple(range(nxt, nxt + db)), nxt + db
+    return {"H": nxt, "data": (), "reading": {}, "gated": gated}
+
+
+def _weights_registers(f: _Factored, lstm: bool) -> tuple[dict, dict]:
+    """The register path's weights (module docstring); the scale is that of `_weights`."""
+    view, units, data = f.view, f.units, f.data
+    store = STORES[view.kind]()
+    S = store.slots
+    codes = data.codes
+    m = codes.shape[1]
+    mb, db = m - 1, data.db
+    sgn = 2 * codes[:, 1:] - 1
+    dsgn = 2 * data.dcodes - 1
+    vsgn = 2 * data.vcodes - 1
+    lay = _layout_registers(f)
+    H, gated = lay["H"], lay["gated"]
+    nA = len(f.reps)
+    E = nA + db
+    D = 16
+    emb = np.zeros((view.K, E), dtype=np.int64)                  # [class one-hot; ±1 datum bits]
+    emb[np.arange(view.K), f.classes] = 1
+    for a, d in enumerate(data.in_datum):
+        if d >= 0:
+            emb[a, nA:nA + db] = dsgn[d]
+    ka, kb = (21, 0) if lstm else (8, 8)                         # ind(h) = ka/16·h + kb/16
+
+    def ew(arr: np.ndarray) -> ExactWeight:
+        return ExactWeight(np.asarray(arr, dtype=np.int64), D, True)
+
+    into: dict = {}
+    for j, u in enumerate(units):
+        into.setdefault(u.c2, []).append(j + 1)
+    into.setdefault(view.q0, []).append(0)
+    holders: list = [[] for _ in range(db)]      # bit k of the register after a step
+    for j, u in enumerate(units):
+        if u.reg is None:
+            continue
+        if u.reg[0] == "c":
+            for k in range(db):
+                if data.dcodes[u.reg[1], k]:
+                    holders[k].append(j + 1)
+        else:
+            for k, i in enumerate(gated[(j, u.reg)]):
+                holders[k].append(i)
+    inp = E + S * m
+    W_ih = np.zeros((H, inp), dtype=np.int64)
+    W_hh = np.zeros((H, H), dtype=np.int64)
+    bias = np.zeros(H, dtype=np.int64)
+    bias[0] = -8
+    deque = view.kind == "deque"
+    tests = []
+    for j, u in enumerate(units):
+        i = j + 1
+        n = 2                                                     # predecessor, class
+        for src in into.get(u.c, ()):
+            W_hh[i, src] = ka
+            bias[i] += kb
+        W_ih[i, u.A] = D
+        sl = 0 if (not deque or view.reads_top[u.c]) else 1
+        base = E + sl * m
+        kind = u.test[0]
+        if kind == "empty":
+            W_ih[i, base], bias[i], n = -D, bias[i] + D, 3
+        elif kind == "nonempty":
+            W_ih[i, base], n = D, 3
+        elif kind == "code":
+            W_ih[i, base + 1:base + m] = D * sgn[u.test[1]]
+            bias[i] += D * (1 - mb)
+            n = 3
+        elif kind == "variant":
+            W_ih[i, base + 1 + db:base + m] = D * vsgn[u.test[1]]
+            bias[i] += D * (1 - (mb - db))
+            n = 3
+        tests.append(u.test)
+        for (jj, src), idx in gated.items():                      # gated copies: n + 1 terms
+            if jj != j:
+                continue
+            for k, g in enumerate(idx):
+                W_ih[g], W_hh[g], bias[g] = W_ih[i], W_hh[i], bias[i] - 8 * (2 * n + 1)
+                if src == ("in",):                                # x_t's bit, (x + 1)/2
+                    W_ih[g, nA + k] += 8
+                    bias[g] += 8
+                elif src[0] == "rd":                              # r_{t−1}'s bit, (r + 1)/2
+                    W_ih[g, E + src[1] * m + 1 + k] += 8
+                    bias[g] += 8
+                else:                                             # the register's bit
+                    for h in holders[k]:
+                        W_hh[g, h] += ka
+                        bias[g] += kb
+        bias[i] -= 8 * (2 * n - 1)
+    w: dict[str, ExactWeight] = {"embedding.weight": ExactWeight.of(emb, scaled=False)}
+    if lstm:   # every unit: i = 1, f = 0, g = 1, o = σ(βz), so h ∈ {0, tanh 1}
+        Wi = np.zeros((4 * H, inp), dtype=np.int64)
+        Wh = np.zeros((4 * H, H), dtype=np.int64)
+        bb = np.zeros(4 * H, dtype=np.int64)
+        bb[:H], bb[H:2 * H], bb[2 * H:3 * H] = D, -D, D
+        Wi[3 * H:], Wh[3 * H:], bb[3 * H:] = W_ih, W_hh, bias
+        w["cell.weight_ih"], w["cell.weight_hh"] = ew(Wi), ew(Wh)
+        w["cell.bias_ih"] = ew(bb)
+        w["cell.bias_hh"] = ExactWeight.of(np.zeros(4 * H, dtype=np.int64))
+        h0 = np.full(H, Fraction(0), dtype=object)
+        h0[0] = 1 / KAPPA
+        w["h0"] = ExactWeight.of(h0, scaled=False)
+        w["c0"] = ExactWeight.of(np.zeros(H, dtype=np.int64), scaled=False)
+    else:
+        w["cell.weight_ih"], w["cell.weight_hh"] = ew(W_ih), ew(W_hh)
+        w["cell.bias_ih"] = ew(bias)
+        w["cell.bias_hh"] = ExactWeight.of(np.zeros(H, dtype=np.int64))
+        h0 = -np.ones(H, dtype=np.int64)
+        h0[0] = 1
+        w["h0"] = ExactWeight.of(h0, scaled=False)
+
+    def head(rows: int) -> tuple[np.ndarray, np.ndarray]:
+        return np.zeros((rows, H), dtype=np.int64), np.zeros(rows, dtype=np.int64)
+
+    def add_ind(Wm, bv, r: int, i: int, coef) -> None:
+        Wm[r, i] += ka * coef
+        bv[r] += kb * coef
+
+    def add_copy(Wm, bv, r0: int, j: int, src: tuple) -> None:
+        """Rows r0… = 2·(gated bit) − 1 while unit j fires: ±1, the copied datum's bits."""
+        for k, g in enumerate(gated[(j, src)]):
+            add_ind(Wm, bv, r0 + k, g, 2)
+            add_ind(Wm, bv, r0 + k, j + 1, -1)
+
+    Wd, bd = head(S)
+    Wu, bu = head(S)
+    bd[:], bu[:] = -8, -8
+    Wv, bv = head(S * m)
+    bv[[s * m for s in range(S)]] = -D
+    chan = store.channels
+    for j, u in enumerate(units):                                 # d_t, u_t, v_t (§3.4)
+        act = store.actions(u.op)
+        for s in range(S):
+            d_ch, u_ch = (("push", "pop") if S == 1 else
+                          (f"push_{store.pushes[s]}", f"pop_{store.pushes[s]}"))
+            add_ind(Wd, bd, s, j + 1, act[chan.index(d_ch)])
+            add_ind(Wu, bu, s, j + 1, act[chan.index(u_ch)])
+            y = u.push[s]
+            if y is None:
+                continue
+            add_ind(Wv, bv, s * m, j + 1, 2)
+            if y[0] == "c":
+                for k in range(mb):
+                    add_ind(Wv, bv, s * m + 1 + k, j + 1, 2 * int(sgn[y[1], k]))
+            else:
+                add_copy(Wv, bv, s * m + 1, j, y[:-1])
+                for k in range(mb - db):
+                    add_ind(Wv, bv, s * m + 1 + db + k, j + 1, 2 * int(vsgn[y[-1], k]))
+    w["push.weight"], w["push.bias"] = ew(Wd), ew(bd)
+    w["pop.weight"], w["pop.bias"] = ew(Wu), ew(bu)
+    w["value.weight"], w["value.bias"] = ew(Wv), ew(bv)
+    info: dict[str, Any] = {}
+    if view.output == "accept":
+        Wo, bo = head(1)
+        bo[0] = -D
+        for j, u in enumerate(units):
+            if view.accepting[u.c2]:
+                add_ind(Wo, bo, 0, j + 1, 2)
+        if view.accepting[view.q0]:
+            add_ind(Wo, bo, 0, 0, 2)
+        Wy = np.array([[1]], dtype=np.int64)
+        by = np.zeros(1, dtype=np.int64)
+        O = 1
+    else:                                                         # o_t, then W_y o_t (§4.3)
+        od = data.out_datum
+        flags = [o for o in range(view.n_out) if od[o] < 0] + [view.n_out]   # + "none"
+        fpos = {o: k for k, o in enumerate(flags)}
+        ob = db if any(x >= 0 for x in od) else 0
+        O = ob + len(flags)
+        Wo, bo = head(O)
+        bo[ob:] = -D
+        add_ind(Wo, bo, ob + fpos[view.n_out], 0, 2)
+        for j, u in enumerate(units):
+            if u.out is None:
+                add_ind(Wo, bo, ob + fpos[view.n_out], j + 1, 2)
+            elif u.out[0] != "c":
+                add_copy(Wo, bo, 0, j, u.out)
+            elif od[u.out[1]] < 0:
+                add_ind(Wo, bo, ob + fpos[u.out[1]], j + 1, 2)
+            else:
+                for k in range(db):
+                    add_ind(Wo, bo, k, j + 1, 2 * int(dsgn[od[u.out[1]], k]))
+        Wy = np.zeros((view.n_out + 1, O), dtype=object)
+        Wy[:] = Fraction(0)
+        by = np.full(view.n_out + 1, Fraction(0), dtype=object)
+        for o in range(view.n_out):
+            if od[o] >= 0:
+                Wy[o, :ob] = [Fraction(int(x)) for x in dsgn[od[o]]]
+        for o in flags:
+            Wy[o, ob + fpos[o]] = Fraction(ob + 2, 2)
+            by[o] = Fraction(ob + 2, 2)
+        info["output_flags"] = len(flags)
+    w["out.weight"], w["out.bias"] = ew(Wo), ew(bo)
+    w["readout.weight"] = ExactWeight.of(Wy, scaled=False)
+    w["readout.bias"] = ExactWeight.of(by, scaled=False)
+    info.update(H=H, E=E, O=O, layout=lay, tests=tuple(tests), holders=tuple(map(tuple, holders)))
+    return w, info
+
+
+def _register_states(decode, f: _Factored, winfo: dict, lstm: bool):
+    """A decoder of the register path: ``decode`` gives the tag (its smallest member's index)
+    as ``state``; a tag that holds a symbol becomes the member whose datum the register's bits
+    spell (−1 where no member has it)."""
+    H, db = winfo["H"], f.data.db
+    holders = winfo["holders"]
+    table = np.full((f.view.Q, 1 << db), -1, dtype=np.int64)
+    for tag, members in f.registers.items():
+        for d, p in members.items():
+            table[tag, d] = p
+    fam = np.zeros(f.view.Q + 1, dtype=bool)
+    fam[list(f.registers)] = True
+    pow2 = 1 << np.arange(db - 1, -1, -1, dtype=np.int64)
+
+    def run(states: np.ndarray) -> dict[str, np.ndarray]:
+        out = decode(states)
+        h = np.nan_to_num(np.asarray(states[..., :H], dtype=np.float64), nan=0.0)
+        bits = np.stack([(h[..., list(hs)] > 0.5 if hs else np.zeros(h.shape[:-1] + (0,), bool)
+                          ).any(-1) for hs in holders], -1)
+        datum = bits.astype(np.int64) @ pow2
+        state = out["state"]
+        held = fam[state] & (state >= 0)
+        out["state"] = np.where(held, table[np.maximum(state, 0), datum], state)
+        return out
+
+    return run
+
+
 # --- compile ------------------------------------------------------------------------------------
 def requires_grefenstette(machine, controller: str = "lstm") -> str | PdanetError | None:
     """None when ``machine`` compiles to model ``grefenstette_<controller>``, else why not (the
@@ -755,7 +1373,7 @@ def _size(f: _Factored, controller: str) -> dict[str, int]:
     view = f.view
     S = STORES[view.kind].slots
     m = f.data.codes.shape[1]
-    H = _layout(f, f.data.db)["H"]
+    H = (_layout_registers(f) if f.registers else _layout(f, f.data.db))["H"]
     E = max(len(f.reps) + f.data.db, 1)
     O = 1 if view.output == "accept" else view.n_out + 1       # an upper bound on o_t's size
     gates = 4 if controller == "lstm" else 1
@@ -787,7 +1405,7 @@ def compile_grefenstette(machine, controller: str = "lstm", dtype: torch.dtype =
                  "max_bytes", hint=hint)
     lstm = controller == "lstm"
     codes = f.data.codes
-    weights, winfo = _weights(f, lstm)
+    weights, winfo = (_weights_registers if f.registers else _weights)(f, lstm)
     H = winfo["H"]
     n_out = 1 if view.output == "accept" else view.n_out + 1
     module = GrefenstetteRNN(view.K, H, codes.shape[1], n_out, controller, view.kind,
@@ -796,6 +1414,13 @@ def compile_grefenstette(machine, controller: str = "lstm", dtype: torch.dtype =
     store = module.store
     plan_units = tuple(_Unit(u.c, u.A, None, u.c2, store.actions(u.op), (), -1) for u in f.units)
     plan = _Plan(view, store, 1, view.q0, plan_units)
+    decoder = _decoder(plan, codes, H, False)
+    if view.fields == "pushdown":        # `forward_window`: pn.verify's O(1)-per-step compare
+        module.window_decoder = _window_decoder(plan, codes, H, False)
+    if f.registers:
+        decoder = _register_states(decoder, f, winfo, lstm)
+        if view.fields == "pushdown":
+            module.window_decoder = _register_states(module.window_decoder, f, winfo, lstm)
     cunits = tuple(ControllerUnit(u.c, u.A, u.test[1] if u.test[0] == "code" else None, u.c2)
                    for u in f.units)
     abstraction = GrefenstetteController(
@@ -803,23 +1428,40 @@ def compile_grefenstette(machine, controller: str = "lstm", dtype: torch.dtype =
                                   f"c{u.c}·{u.A}·{u.test[0]}" for cu, u in zip(cunits, f.units))
         + tuple(f"in{k}" for k in range(len(winfo["layout"]["data"])))
         + tuple(f"r{s}.{k}" for s, idx in winfo["layout"]["reading"].items()
+                for k in range(len(idx)))
+        + tuple(f"g{j}·{''.join(map(str, src))}·{k}"
+                for (j, src), idx in winfo["layout"].get("gated", {}).items()
                 for k in range(len(idx))),
         memory="grefenstette", store=view.kind, code="binary", codes=codes, linear=False,
         start=0, units=cunits, classes=tuple(int(c) for c in f.classes),
         tests=tuple(u.test for u in f.units), data_units=winfo["layout"]["data"],
         reading_units=tuple(i for idx in winfo["layout"]["reading"].values() for i in idx),
-        factoring=f.factoring)
-    Qs, As, Ts, Gs, Ss = sp.symbols("Q A T G S")
-    bound = 1 + Qs * As * Ts + (1 + Ss) * sp.ceiling(sp.log(Gs + 1, 2))
+        factoring=f.factoring,
+        gated_units=tuple(i for idx in winfo["layout"].get("gated", {}).values() for i in idx),
+        registers=tuple(sorted(f.registers)) if f.registers else ())
+    Qs, As, Ts, Gs, Ss, Ws = sp.symbols("Q A T G S W")
     per = {}
     for u in f.units:
         per[(u.c, u.A)] = per.get((u.c, u.A), 0) + 1
+    params = {"Q": view.Q, "A": len(f.reps), "T": max(per.values(), default=0), "G": view.G,
+              "S": store.slots}
+    if f.registers:     # per unit at most 4 copied sources (in, two readings, the register)
+        bound = 1 + Qs * As * Ts * (1 + 4 * Ws)
+        params.update(Q=len(f.reachable), W=f.data.db)
+    else:
+        bound = 1 + Qs * As * Ts + (1 + Ss) * sp.ceiling(sp.log(Gs + 1, 2))
     info = {
         "model": model, "controller": controller, "store": view.kind,
         "factoring": f.factoring,
-        "factoring_note": ("finite control × input classes × reading tests; symbol codes "
-                           "copied through data/reading units" if f.factoring == "data_path" else
-                           "a head copies from two sources: one class per symbol (no data path)"),
+        "factoring_note": {
+            "data_path": "finite control × input classes × reading tests; symbol codes copied "
+                         "through data/reading units",
+            "registers": "states (tag, x) → tag × a register of x's datum bits; every copy "
+                         "(register, pushed or emitted datum) through gated units",
+            "none": "a head copies from two sources: one class per symbol (no data path)",
+        }[f.factoring],
+        "gated_units": len(abstraction.gated_units),
+        "registers": len(f.registers or ()),
         "hidden_units": H, "control_units": len(f.units), "input_classes": len(f.reps),
         "data_units": len(winfo["layout"]["data"]),
         "reading_units": sum(len(v) for v in winfo["layout"]["reading"].values()),
@@ -835,9 +1477,8 @@ def compile_grefenstette(machine, controller: str = "lstm", dtype: torch.dtype =
     }
     return CompiledNetwork(
         machine=machine, module=module, target="stack_rnn", method=model, hidden_units=H,
-        bound=bound, params={"Q": view.Q, "A": len(f.reps), "T": max(per.values(), default=0),
-                             "G": view.G, "S": store.slots},
-        weights=weights, scale=sp.Integer(BETA), decoder=_decoder(plan, codes, H, False),
+        bound=bound, params=params,
+        weights=weights, scale=sp.Integer(BETA), decoder=decoder,
         reader=_reader(view), margin=MARGIN[controller], steps_per_symbol=1,
         scale_argument=("every pre-activation is beyond ±1/2 (LSTM: ±0.499, κ tanh 1 > 0.9995); "
                         "β = 2048 gives |βz| ≥ 1021, where sigmoid is exactly 0/1 and tanh "
