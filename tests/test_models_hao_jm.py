@@ -453,3 +453,182 @@ def test_modules_reject_bad_ids_and_certify_says_use_verify():
         HaoBufferedStackRNN(3, codes, 2, 4)(torch.tensor([[-1, 0]]))
     with pytest.raises(CertificationError, match="verify"):
         pn.certify(pn.tasks.get("dyck2"), compile_hao_lstm(pn.tasks.get("dyck2")))
+
+
+# --- forward_window: O(1) per step, exact ---------------------------------------------------------
+@st.composite
+def random_ids(draw, m, max_len=14, rows=6, live=True):
+    """Symbol rows padded with -1: live walks of random lengths (``live``), or any symbols."""
+    K = len(m.alphabet)
+    T = draw(st.integers(0, max_len))
+    if live:
+        ids, _ = random_walks(m, rows, T, np.random.default_rng(draw(st.integers(0, 2**16))))
+        ids = np.concatenate([ids, np.full((rows, T - ids.shape[1]), -1)], 1).astype(np.int64)
+    else:
+        ids = np.array([[draw(st.integers(0, K - 1)) for _ in range(T)] for _ in range(rows)],
+                       dtype=np.int64).reshape(rows, T)
+    for b in range(rows):
+        cut = draw(st.integers(0, T))
+        if cut < T:
+            ids[b, cut:] = -1
+    return ids
+
+
+def _check_window(net, ids, cells=3, live=True):
+    """forward_window equals forward: h, r, n and logits bit for bit, the window cells are the
+    top cells of forward's read-back, and the window decoder gives forward's decoded fields. On
+    live strings the window always proves exactness; elsewhere (a dead prefix leaves the
+    Joulin–Mikolov controller without an active unit: a uniform softmax) it may decline."""
+    module = net.module
+    ids_t = torch.as_tensor(ids)
+    states, logits = module.forward(ids_t)
+    out = module.forward_window(ids_t, cells)
+    if out is None and not live:
+        return
+    assert out is not None
+    wstates, wlogits = out
+    assert torch.equal(logits, wlogits)
+    head = wstates.shape[2] - cells                      # [h; r; n]
+    assert torch.equal(states[..., :head], wstates[..., :head])
+    n = states[..., head - 1].long().numpy()
+    contents = states[..., head:].long().numpy()         # bottom first, −1 padding
+    win = wstates[..., head:].long().numpy()              # top first
+    for i in range(cells):
+        pos = n - 1 - i
+        want = np.where(pos >= 0, np.take_along_axis(contents, np.maximum(pos, 0)[..., None],
+                                                     2)[..., 0], -1)
+        assert np.array_equal(win[..., i], want), i
+    full, got = net.decode(states), module.window_decoder(wstates.numpy())
+    for name in ("state", "depth", "top"):
+        assert np.array_equal(full[name], got[name]), name
+    D = full["stack"].shape[2]
+    for i in range(cells):
+        pos = full["depth"] - i
+        want = np.where(pos >= 0, np.take_along_axis(full["stack"], np.clip(pos, 0, D - 1)[..., None],
+                                                     2)[..., 0], -1)
+        assert np.array_equal(got["stack_top"][..., i], np.where(full["depth"] < 0, -1, want)), i
+
+
+@given(data=st.data(), m=random_dpda(),
+       model=st.sampled_from(["hao_lstm", "joulin_mikolov_stack_rnn"]))
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_window_equals_forward_on_random_dpdas(data, m, model):
+    if REQUIRES[model](m) is not None:             # empty-stack DPDAs: refused, tested elsewhere
+        return
+    net = COMPILERS[model](m)
+    _check_window(net, data.draw(random_ids(m)))
+    _check_window(net, data.draw(random_ids(m, live=False)), live=False)
+
+
+@given(data=st.data(), m=random_dpdt(),
+       model=st.sampled_from(["hao_lstm", "hao_buffered", "joulin_mikolov_stack_rnn"]))
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_window_equals_forward_on_random_dpdts(data, m, model):
+    net = COMPILERS[model](m)
+    ids = data.draw(random_ids(m))
+    _check_window(net, ids)
+    if model == "hao_buffered":                # the discrete buffers alone: forward, bit for bit
+        states, logits = net.module.forward(torch.as_tensor(ids))
+        s2, l2 = net.module.forward_decoded(torch.as_tensor(ids))
+        assert torch.equal(states, s2) and torch.equal(logits, l2)
+
+
+@given(data=st.data(), m=random_mealy())
+@settings(max_examples=25, deadline=None)
+def test_buffered_forward_decoded_equals_forward_on_mealy_machines(data, m):
+    net = compile_hao_buffered(m)
+    net.module.control_only = False            # the discrete buffers alone, the neural stack
+    ids = torch.as_tensor(data.draw(random_ids(m)))
+    states, logits = net.module.forward(ids)
+    s2, l2 = net.forward_decoded(ids)
+    assert torch.equal(states, s2) and torch.equal(logits, l2)
+
+
+def test_linear_controller_window():
+    m = hao.EXAMPLE_HAO_LINEAR
+    ids, _ = random_walks(m, 12, 40, np.random.default_rng(4))
+    _check_window(compile_hao_linear(m), ids)
+
+
+@pytest.mark.parametrize("model, task", [("hao_lstm", "dyck2"), ("hao_linear", None),
+                                         ("hao_buffered", "parenthesis_prediction"),
+                                         ("joulin_mikolov_stack_rnn", "boolean_formula")])
+def test_long_verify_runs_windowed(model, task):
+    """verify's long phase takes the windowed path (O(1) per step) and passes."""
+    from pdanet.verify import lockstep
+    from pdanet.verify.strings import long_strings
+
+    m = hao.EXAMPLE_HAO_LINEAR if task is None else _task(task)
+    net = COMPILERS[model](m)
+    ids, _ = long_strings(m, 4, lockstep.WINDOW_MIN_STEPS, np.random.default_rng(0))
+    assert lockstep._forward_window(m, net, ids) is not None
+    rep = pn.verify(m, net, max_length=3, samples=0, long_samples=40, long_length=2000, seed=5)
+    assert rep.ok, rep.counterexample
+
+
+def test_window_declines_where_it_cannot_prove_exactness():
+    """Unsaturated heads (a push strength strictly between 0 and 1), a value that is no code, a
+    fixed-depth stack that would drop its bottom: forward_window returns None; verify still
+    answers through forward, with the counterexample."""
+    m = pn.tasks.get("dyck2")
+    ids = torch.as_tensor(random_walks(m, 4, 30, np.random.default_rng(1))[0])
+    for model in ("hao_lstm", "joulin_mikolov_stack_rnn"):
+        net = COMPILERS[model](m)
+        assert net.module.forward_window(ids) is not None
+        with torch.no_grad():
+            if model == "hao_lstm":            # d = σ(−3β/8 + 3β/8) = 1/2 where no push
+                net.module.push.bias += 4096 * 0.375
+            else:                              # push logit 8 below the chosen one: e^−8
+                net.module.A.bias[0] += 2040.0
+        assert net.module.forward_window(ids) is None
+        rep = pn.verify(m, net, max_length=4, samples=0, long_samples=2, long_length=600)
+        assert rep.ok != (rep.counterexample is not None)
+        assert rep.ok or rep.counterexample.phase in ("exhaustive", "long")
+    net = compile_hao_lstm(m)
+    with torch.no_grad():
+        net.module.value.bias += 4096 * 0.375 - 3.0   # σ(−3) on a 0 bit: no code
+    assert net.module.forward_window(ids) is None
+    from pdanet.constructions.stacks.superposition import SuperpositionStack
+
+    net = compile_joulin_mikolov_stack_rnn(m)
+    net.module.store = SuperpositionStack(1)
+    deep = torch.as_tensor(m.encode([tuple("(([[")])[0])
+    assert net.module.forward_window(deep) is None
+    buf = compile_hao_buffered(pn.tasks.get("reversal"))
+    rid = torch.as_tensor(random_walks(buf.machine, 4, 12, np.random.default_rng(2))[0])
+    with torch.no_grad():
+        buf.module.io.bias[0] -= 4096 * 0.5     # input pop strength σ(−β/8): no longer 1
+    assert buf.module.forward_window(rid) is None
+    s1, l1 = buf.module.forward(rid)
+    s2, l2 = buf.module.forward_decoded(rid)     # falls back to forward
+    assert torch.equal(s1, s2) and torch.equal(l1, l2)
+
+
+@given(data=st.data(), m=random_mealy(),
+       model=st.sampled_from(["hao_lstm", "hao_buffered", "joulin_mikolov_stack_rnn"]))
+@settings(max_examples=25, deadline=None)
+def test_finite_state_machines_verify_through_the_window(data, m, model):
+    """For a DFA / Mealy machine the decoder reads h_t alone (``control_only``), so what verify
+    runs (``forward_decoded``) is the O(1)-per-step window: same controller states, same logits,
+    same decoded fields as ``forward``."""
+    net = COMPILERS[model](m)
+    assert net.module.control_only
+    ids = torch.as_tensor(data.draw(random_ids(m)))
+    states, logits = net.module.forward(ids)
+    fast, flogits = net.forward_decoded(ids)
+    assert torch.equal(logits, flogits)
+    assert fast.shape[2] == net.hidden_units + net.module.reading_size + 1 + 3   # the window
+    assert np.array_equal(net.decode(states)["state"], net.decode(fast)["state"])
+    H = net.hidden_units
+    assert torch.equal(states[..., :H], fast[..., :H])
+
+
+def test_pushdown_networks_are_not_control_only():
+    m = pn.tasks.get("dyck2")
+    for model in ("hao_lstm", "joulin_mikolov_stack_rnn"):
+        net = COMPILERS[model](m)
+        assert not net.module.control_only
+        ids = torch.as_tensor(random_walks(m, 3, 20, np.random.default_rng(0))[0])
+        s1, _ = net.module.forward(ids)
+        s2, _ = net.forward_decoded(ids)
+        assert torch.equal(s1, s2)               # the full read-back: the decoder needs it

@@ -47,6 +47,15 @@ the readout (target ``"stack_rnn"``, method ``"grefenstette"``).
 Both: one network step per input symbol; a replace is pop + push in one step (§2.1); ε-moves
 need the buffered model (target ``"buffered_stack_rnn"``); queues and deques another memory.
 
+**Verification in O(1) per step** (all three models, and `JoulinMikolovStackRNN`):
+``forward_window`` runs the same controller with the stack kept as symbol ids (`WindowStack`),
+proving at every step that the heads are saturated exactly (0/1 strengths, exact codes), so the
+differentiable stack equals the discrete one; it returns None where that fails. `pdanet.verify`
+uses it (with the compiled ``window_decoder``) on long strings of a DPDA/DPDT, and through
+``forward_decoded`` on DFAs and Mealy machines (``control_only``: the decoder reads h_t alone).
+The buffered model's ``forward_decoded`` also keeps its input and output buffers as discrete
+queues where i_t and o_t are exactly 0/1.
+
 **Buffered model** (§2.3, `HaoBufferedStackRNN`, `compile_hao_buffered`): the LSTM controller
 and stack plus the read-only input buffer and write-only output buffer (neural queues,
 `pdanet.constructions.stacks.buffered`); the controller also emits the input pop strength i_t and
@@ -70,7 +79,15 @@ from pdanet import limits
 from pdanet.automata.pda import PDA, DeterministicPushdown
 from pdanet.constructions.abstraction import Abstraction, ControllerUnit
 from pdanet.constructions.base import CompiledNetwork, ExactWeight, as_dtype, load_exact
-from pdanet.constructions.controllers import _decoder, _plan, _reader, assemble_states, unit_label
+from pdanet.constructions.controllers import (
+    SymbolStack,
+    _decoder,
+    _plan,
+    _reader,
+    _window_decoder,
+    assemble_states,
+    unit_label,
+)
 from pdanet.constructions.realtime import RealtimeTable, store_codes
 from pdanet.constructions.realtime import table as realtime_table
 from pdanet.constructions.stacks.buffered import InputBuffer, OutputBuffer
@@ -111,6 +128,74 @@ def _ids(ids: Any, device: torch.device) -> torch.Tensor:
     if ids.dim() != 2:
         raise InputError(f"ids must be (batch, time), got shape {tuple(ids.shape)}")
     return ids.to(device)
+
+
+# --- the memory of forward_window ---------------------------------------------------------------
+class NotExact(Exception):
+    """Raised inside a windowed run at the first step where the discrete memory is not provably
+    the differentiable one; ``forward_window`` then returns None."""
+
+
+class WindowStack:
+    """A stack memory kept as symbol ids (`SymbolStack`) with the interface of a `Store.run`
+    (``idle``, ``step``, ``k``/``BLOCK``, ``flush``), for ``forward_window``: O(1) per step.
+
+    ``step(act, value, valid)`` checks, on every valid row, that the action row is exactly the
+    encoding of one of the store's one-step ops (``ops``: (n_ops, channels) 0/1 rows; for the
+    Grefenstette stack push d and pop u each exactly 0 or 1, for the superposition stack a one-hot
+    (push, no-op, pop)), that the value vector is finite and, where the row pushes, exactly the code
+    of a store symbol; raises `NotExact` otherwise (and where a stack of fixed ``depth`` would
+    drop its bottom cell). Under those conditions every strength (occupancy) of the
+    differentiable stack stays exactly 0 or 1 and its step is a discrete one — pop the top live
+    cell (pop = 1, a no-op on the empty stack), then push the value (push = 1) — and its reading
+    is exactly the code of the new top (row G, all zero, when empty): Grefenstette et al. (2015)
+    Eqs. 1–3 with 0/1 strengths; the superposition update of Joulin & Mikolov (2015) with a
+    one-hot action. So the reading returned is the one the differentiable store returns, bit for
+    bit. Invalid (padding) rows keep their memory and reading."""
+
+    BLOCK = -1                                   # never full: nothing to flush
+
+    def __init__(self, B: int, T: int, cells: int, codes: np.ndarray, like: torch.Tensor,
+                 ops: np.ndarray, channels: tuple[str, ...], depth: int | None = None):
+        self.stack = SymbolStack(B, T, cells, codes)
+        self.codes_np = np.asarray(codes)
+        self.codes = torch.as_tensor(self.codes_np, dtype=like.dtype, device=like.device)
+        self.ops = np.asarray(ops, dtype=np.float64)
+        self.nA, self.depth = len(channels), depth
+        self.i_push, self.i_pop = channels.index("push"), channels.index("pop")
+        self.r = like.new_zeros(B, self.codes_np.shape[1])
+        self.t, self.k = 0, 0
+
+    def idle(self, act: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        return act                               # `step` leaves invalid rows unchanged
+
+    def step(self, act: torch.Tensor, value: torch.Tensor, valid=None) -> torch.Tensor:
+        head = torch.cat([act, value], 1).double().cpu().numpy()
+        a, val = head[:, :self.nA], head[:, self.nA:]
+        v = np.ones(len(a), dtype=bool) if valid is None else valid.cpu().numpy()
+        ok = (a[:, None, :] == self.ops).all(-1).any(-1) & np.isfinite(val).all(-1)
+        push = (a[:, self.i_push] == 1) & v
+        pop = (a[:, self.i_pop] == 1) & v
+        stack = self.stack
+        sym = stack.symbols(val) if push.any() else np.full(len(a), -1, dtype=np.int64)
+        ok &= ~push | ((sym >= 0) & (val == self.codes_np[np.maximum(sym, 0)]).all(-1))
+        if not ok[v].all():
+            raise NotExact(f"step {self.t}")
+        if self.depth is not None and (push & (stack.n - (pop & (stack.n > 0)) >= self.depth)).any():
+            raise NotExact(f"step {self.t}: a stack of {self.depth} cells drops its bottom")
+        top = stack.step(self.t, push, pop, sym)
+        r = self.codes[torch.from_numpy(top).to(self.codes.device)]
+        if valid is not None:
+            r = torch.where(valid.unsqueeze(1), r, self.r)
+        self.r, self.t = r, self.t + 1
+        return r
+
+    def flush(self) -> None:
+        return None
+
+    def states(self, hs: torch.Tensor, rs: torch.Tensor) -> torch.Tensor:
+        """[h_t; r_t; n_t; the top cells' symbol ids, top first, −1 below] (B, T+1, ·)."""
+        return torch.cat([hs, rs, self.stack.tail(hs)], 2)
 
 
 # --- the module -----------------------------------------------------------------------------------
@@ -164,12 +249,53 @@ class HaoStackRNN(nn.Module):
         return states, logits
 
     @torch.no_grad()
+    def forward_window(self, ids: torch.Tensor, cells: int = 3
+                       ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """`forward` in O(1) per step with the stack kept as symbol ids, or None where that is
+        not provably exact. Returns (states (B, T+1, H + m + 1 + cells), logits): states[t] =
+        [h_t; r_t; n_t; the symbol ids of the top ``cells`` cells, top first, −1 below the
+        bottom]; logits as `forward`'s.
+
+        Why it is exact: it runs the same controller and heads as `forward` on the same inputs;
+        only the memory differs (`WindowStack`), which proves at every valid step that push d_t
+        and pop u_t are exactly 0 or 1, v_t is finite and, when pushed, exactly a symbol's code —
+        then the neural stack (Grefenstette et al. 2015, Eqs. 1–3) has 0/1 strengths, its step is
+        pop-then-push of one cell and its reading the top cell's code, which is what the discrete
+        stack returns. At the first step where that fails it returns None (only `forward` then
+        tells what the network does)."""
+        try:
+            states, logits, _ = self._run(ids, False, cells)
+        except NotExact:
+            return None
+        return states, logits
+
+    @torch.no_grad()
+    def forward_decoded(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """What `pdanet.verify` runs: `forward`, or — where the compiled network's decoder reads
+        the controller state alone (``control_only``: set at compile for a DFA or Mealy machine)
+        — `forward_window`'s states and logits when it proves them exact: the same h_t and
+        logits in O(1) per step."""
+        if getattr(self, "control_only", False):
+            out = self.forward_window(ids)
+            if out is not None:
+                return out
+        return self.forward(ids)
+
+    @torch.no_grad()
     def trace_actions(self, ids: torch.Tensor) -> dict[str, torch.Tensor]:
         """The stack instructions of every step of ``forward(ids)``: ``push`` d_t and ``pop``
         u_t (B, T), ``value`` v_t (B, T, m)."""
         return self._run(ids, True)[2]
 
-    def _run(self, ids: Any, keep: bool):
+    def _memory(self, B: int, T: int, like: torch.Tensor, cells: int | None):
+        """The store's run (`Store.run`), or with ``cells`` its discrete `WindowStack`."""
+        if cells is None:
+            return self.store.run(B, T, like, self.codes)
+        ops = [self.store.actions(op) for op in self.store.ops]
+        return WindowStack(B, T, cells, np.asarray(self.codes.codes), like, np.array(ops),
+                           self.store.channels, getattr(self.store, "depth", None))
+
+    def _run(self, ids: Any, keep: bool, cells: int | None = None):
         W, b = self._heads()
         ids = _ids(ids, W.device)
         B, T = ids.shape
@@ -177,7 +303,7 @@ class HaoStackRNN(nn.Module):
         padded = (~valid).any(0).tolist()
         m, K = self.width, self.num_symbols
         idx = ids.clamp(min=0)
-        mem = self.store.run(B, T, W.new_zeros(1, 1), self.codes)
+        mem = self._memory(B, T, W.new_zeros(1, 1), cells)
         r = W.new_zeros(B, m)
         blocks = [(W.new_zeros(B, 1, 0), W.new_zeros(B, 1))]
         rs, ys, acts = [r], [], []
@@ -221,9 +347,11 @@ class HaoStackRNN(nn.Module):
             rs.append(r)
             if linear:
                 hs.append(hs[0])
-            if mem.k == mem.BLOCK or t == T - 1:
+            if cells is None and (mem.k == mem.BLOCK or t == T - 1):
                 blocks.append(mem.flush())
-        states = assemble_states(torch.stack(hs, 1), torch.stack(rs, 1), blocks)
+        hs_t, rs_t = torch.stack(hs, 1), torch.stack(rs, 1)
+        states = (assemble_states(hs_t, rs_t, blocks) if cells is None
+                  else mem.states(hs_t, rs_t))
         trace = {}
         if keep:
             a = torch.stack([x for x, _ in acts], 1) if acts else W.new_zeros(B, 0, 2)
@@ -389,10 +517,11 @@ def _lstm_weights(plan, codes: np.ndarray) -> tuple[dict, int]:
     return w, H
 
 
-def _linear_decoder(plan, codes: np.ndarray):
-    """The stack-RNN decoder for states without controller units (one controller state)."""
+def _linear_decoder(plan, codes: np.ndarray, window: bool = False):
+    """The stack-RNN decoder (with ``window``: the window decoder of ``forward_window``'s
+    states) for states without controller units (one controller state)."""
     n = len(plan.units)
-    inner = _decoder(plan, codes, n, True)
+    inner = (_window_decoder if window else _decoder)(plan, codes, n, True)
 
     def decode(states: np.ndarray) -> dict[str, np.ndarray]:
         states = np.asarray(states)
@@ -485,6 +614,10 @@ def _compile(machine: Any, controller: str, dtype: Any, code: str) -> CompiledNe
     module = HaoStackRNN(view.K, codes, n_out, controller, max(H, 1))
     module = load_exact(module, weights, BETA, dtype)
     linear = controller == "linear"
+    if view.fields == "pushdown":          # long strings: verify compares the top cells only
+        module.window_decoder = (_linear_decoder(plan, codes, window=True) if linear
+                                 else _window_decoder(plan, codes, H, False))
+    module.control_only = view.fields == "dfa"      # the decoder reads h_t alone
     units = tuple(ControllerUnit(u.c, u.a, u.R, u.c2) for u in plan.units)
     abstraction = PaperController(
         labels=() if linear else ("start",) + tuple(unit_label(u) for u in units),
@@ -563,13 +696,53 @@ class HaoBufferedStackRNN(HaoStackRNN):
         outbuf = OutputBuffer()
         return outbuf.drain(outbuf.scan(ys, os_), steps) if ys.shape[1] else ys.new_zeros(B, 0, O)
 
-    def _run(self, ids: Any, keep: bool):
-        states, Y, S, trace = self._steps(ids, keep)
+    @torch.no_grad()
+    def forward_window(self, ids: torch.Tensor, cells: int = 3
+                       ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """`forward` in O(1) per step, or None where that is not provably exact: the stack kept
+        as symbol ids (as `HaoStackRNN.forward_window`) and both buffers as discrete queues
+        (see `forward_decoded`). states[t] = [h_t; r_t; n_t; the top ``cells`` symbol ids, top
+        first, −1 below the bottom]; logits as `forward`'s."""
+        try:
+            states, logits, _ = self._run(ids, False, cells, True)
+        except NotExact:
+            return None
+        return states, logits
+
+    @torch.no_grad()
+    def forward_decoded(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """`forward`, computed with both buffers kept as discrete queues where that is provably
+        exact (O(1) per step for the buffers instead of O(T)); else `forward` itself.
+
+        Why it is exact: when the input pop strength i_t is exactly 1 at every valid step that
+        a valid step follows (and i_0 = 0, §2.3), every item of the input buffer has strength
+        exactly 0 or 1 and step t reads exactly the one-hot of the t-th input symbol (Eqs. 4–5
+        with 0/1 strengths); when o_t is exactly 0 or 1 at every valid step (0 on padding) and
+        every y_t is finite, draining the output buffer reads exactly the y_t of the steps that
+        enqueued, in order, so ``logits[:, t]`` is y_t where o_t = 1 and the "no output" one-hot
+        elsewhere. These conditions are checked on the values the heads compute. Where the
+        decoder reads the controller state alone (``control_only``, a Mealy machine), the stack
+        is kept as symbol ids too (`forward_window`)."""
+        if getattr(self, "control_only", False):
+            out = self.forward_window(ids)
+            if out is not None:
+                return out
+        try:
+            states, logits, _ = self._run(ids, False, None, True)
+        except NotExact:
+            return self.forward(ids)
+        return states, logits
+
+    def _run(self, ids: Any, keep: bool, cells: int | None = None, discrete: bool = False):
+        states, Y, S, trace = self._steps(ids, keep, cells, discrete)
         B, T, O = Y.shape
         none = Y.new_zeros(O)
         none[O - 1] = 1
         logits = none.expand(B, T + 1, O).clone()
-        if T:
+        if T and discrete:                      # o_t exactly 0/1: the drained y_t, in place
+            got = torch.where((S == 1).unsqueeze(2), Y, none)
+            logits = torch.cat([logits[:, :1], got], 1)
+        elif T:
             emitted = S > 0.5
             count = torch.round(S).cumsum(1).long()                         # e_t
             total = int(count[:, -1].max())
@@ -581,7 +754,10 @@ class HaoBufferedStackRNN(HaoStackRNN):
             logits = torch.cat([logits[:, :1], got], 1)
         return states, logits, trace
 
-    def _steps(self, ids: Any, keep: bool):
+    def _steps(self, ids: Any, keep: bool, cells: int | None = None, discrete: bool = False):
+        """The controller's run: (states, y (B, T, O), o (B, T), trace). ``cells``: the stack as
+        symbol ids (`WindowStack`); ``discrete``: the buffers as discrete queues, raising
+        `NotExact` where that is not exact (`forward_decoded`)."""
         W, b = self._heads()
         W = torch.cat([W, self.io.weight])
         b = torch.cat([b, self.io.bias])
@@ -594,8 +770,13 @@ class HaoBufferedStackRNN(HaoStackRNN):
         m, K, O = self.width, self.num_symbols, self.out.out_features
         items = torch.nn.functional.one_hot(ids.clamp(min=0), K).to(W.dtype)     # I_0
         inbuf = InputBuffer()
-        state_in = inbuf.init_state(items, valid.sum(1))
-        mem = self.store.run(B, T, W.new_zeros(1, 1), self.codes)
+        if not discrete:
+            state_in = inbuf.init_state(items, valid.sum(1))
+        else:
+            valid_np = valid.cpu().numpy()
+            reads_next = np.zeros_like(valid_np)            # a valid step follows: i_t must be 1
+            reads_next[:, :-1] = valid_np[:, :-1] & valid_np[:, 1:]
+        mem = self._memory(B, T, W.new_zeros(1, 1), cells)
         r = W.new_zeros(B, m)
         blocks = [(W.new_zeros(B, 1, 0), W.new_zeros(B, 1))]
         Wi = self.cell.weight_ih
@@ -608,7 +789,10 @@ class HaoBufferedStackRNN(HaoStackRNN):
         Wt = W.T
         for t in range(T):
             v_t = valid[:, t:t + 1] if padded[t] else None
-            state_in, x = inbuf.step(state_in, i_prev)                      # §2.3: ι_t, x_t
+            if discrete:                                                    # x_t: the t-th item
+                x = items[:, t]
+            else:
+                state_in, x = inbuf.step(state_in, i_prev)                  # §2.3: ι_t, x_t
             gates = torch.addmm(torch.addmm(torch.addmm(bias, x, Wix), r, Wir), h, Whh)
             i, f, g, o = gates.chunk(4, 1)
             c_new = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
@@ -624,6 +808,11 @@ class HaoBufferedStackRNN(HaoStackRNN):
             if v_t is not None:
                 act = mem.idle(act, v_t[:, 0])
                 i_prev, o_t = i_prev * v_t[:, 0], o_t * v_t[:, 0]
+            if discrete:                         # the buffers are discrete only with 0/1 i, o
+                io_np = torch.stack([i_prev, o_t], 1).double().cpu().numpy()
+                if (not (io_np[reads_next[:, t], 0] == 1).all()
+                        or not np.isin(io_np[:, 1], (0.0, 1.0)).all()):
+                    raise NotExact(f"step {t}: input/output buffer strengths")
             r = mem.step(act, value, None if v_t is None else v_t[:, 0])
             ys.append(z[:, 2 + m:2 + m + O])                                # y_t
             os_.append(o_t)
@@ -631,11 +820,15 @@ class HaoBufferedStackRNN(HaoStackRNN):
             rs.append(r)
             if keep:
                 acts.append((act, value, io))
-            if mem.k == mem.BLOCK or t == T - 1:
+            if cells is None and (mem.k == mem.BLOCK or t == T - 1):
                 blocks.append(mem.flush())
-        states = assemble_states(torch.stack(hs, 1), torch.stack(rs, 1), blocks)
+        hs_t, rs_t = torch.stack(hs, 1), torch.stack(rs, 1)
+        states = (assemble_states(hs_t, rs_t, blocks) if cells is None
+                  else mem.states(hs_t, rs_t))
         Y = torch.stack(ys, 1) if ys else W.new_zeros(B, 0, O)
         S = torch.stack(os_, 1) if os_ else W.new_zeros(B, 0)
+        if discrete and not bool(torch.isfinite(Y).all()):
+            raise NotExact("an output vector y_t is not finite")
         trace = {}
         if keep:
             cat = (lambda k: torch.stack([a[k] for a in acts], 1)) if acts else None
@@ -686,6 +879,9 @@ def compile_hao_buffered(machine: Any, dtype: torch.dtype = torch.float32, code:
     weights["io.weight"] = ExactWeight.of(io)
     weights["io.bias"] = ExactWeight.of(np.array([-MARGIN_LSTM] * 2, dtype=object))
     module = load_exact(HaoBufferedStackRNN(view.K, codes, n_out, H), weights, BETA, dtype)
+    if view.fields == "pushdown":          # long strings: verify compares the top cells only
+        module.window_decoder = _window_decoder(plan, codes, H, False)
+    module.control_only = view.fields == "dfa"      # the decoder reads h_t alone
     units = tuple(ControllerUnit(u.c, u.a, u.R, u.c2) for u in plan.units)
     abstraction = PaperController(
         labels=("start",) + tuple(unit_label(u) for u in units), model="hao_buffered",
@@ -739,6 +935,6 @@ def _example_mealy():
 EXAMPLE_HAO_BUFFERED = _example_mealy()
 
 __all__ = ["BETA", "EXAMPLE_HAO_BUFFERED", "EXAMPLE_HAO_LINEAR", "EXAMPLE_HAO_LSTM",
-           "HaoBufferedStackRNN", "HaoStackRNN", "PaperController",
+           "HaoBufferedStackRNN", "HaoStackRNN", "NotExact", "PaperController", "WindowStack",
            "compile_hao_buffered", "compile_hao_linear", "compile_hao_lstm",
            "requires_hao_buffered", "requires_hao_linear", "requires_hao_lstm"]

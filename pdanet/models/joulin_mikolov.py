@@ -33,6 +33,12 @@ exactly 0 or 1 and the softmax exactly one-hot (e^{−2048} underflows) in float
 so the stack cells are exactly the codes of the symbols and the network is exact at every
 length. A recogniser's verdict is read from h_t: final-state acceptance only (an empty-stack
 DPDA needs the reading r_t in the readout: target ``"stack_rnn"``, method ``"grefenstette"``).
+
+**Verification in O(1) per step**: ``forward_window`` keeps the stack as symbol ids and proves
+at every step that the action is exactly one-hot and the pushed value exactly a code (else
+None); `pdanet.verify` uses it on long strings (see `pdanet.models.hao`). On a dead prefix (no
+active unit) the action is the uniform softmax, so the window declines there; verify's long and
+random strings are live.
 """
 
 from __future__ import annotations
@@ -48,12 +54,19 @@ from torch import nn
 from pdanet import limits
 from pdanet.constructions.abstraction import ControllerUnit
 from pdanet.constructions.base import CompiledNetwork, ExactWeight, as_dtype, load_exact
-from pdanet.constructions.controllers import _decoder, _plan, _reader, assemble_states, unit_label
+from pdanet.constructions.controllers import (
+    _decoder,
+    _plan,
+    _reader,
+    _window_decoder,
+    assemble_states,
+    unit_label,
+)
 from pdanet.constructions.realtime import store_codes
 from pdanet.constructions.stacks.protocol import SymbolCodes
 from pdanet.constructions.stacks.superposition import SuperpositionStack
 from pdanet.errors import InputError, PdanetError, UnboundedStackError
-from pdanet.models.hao import PaperController, _ids, stack_view
+from pdanet.models.hao import NotExact, PaperController, WindowStack, _ids, stack_view
 
 BETA = 2048
 MARGIN = Fraction(1, 2)
@@ -98,12 +111,45 @@ class JoulinMikolovStackRNN(nn.Module):
         return states, logits
 
     @torch.no_grad()
+    def forward_window(self, ids: torch.Tensor, cells: int = 3
+                       ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """`forward` in O(1) per step with the stack kept as symbol ids, or None where that is
+        not provably exact. Returns (states (B, T+1, H + m + 1 + cells), logits): states[t] =
+        [h_t; r_t; n_t; the symbol ids of the top ``cells`` cells, top first, −1 below the
+        bottom]; logits as `forward`'s.
+
+        Why it is exact: the same controller and heads run on the same inputs; only the memory
+        differs (`pdanet.models.hao.WindowStack`), which proves at every valid step that a_t is
+        exactly one-hot over (push, no-op, pop), σ(D h_t) finite and, when pushed, exactly a
+        symbol's code, and that a stack of fixed ``depth`` drops no cell. Then the superposition
+        update (module docstring) is a discrete push, no-op or pop and s_t[0] is exactly the new
+        top's code (0 when empty), which is what the discrete stack reads. At the first step
+        where that fails it returns None (only `forward` then tells what the network does)."""
+        try:
+            states, logits, _ = self._run(ids, False, cells)
+        except NotExact:
+            return None
+        return states, logits
+
+    @torch.no_grad()
+    def forward_decoded(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """What `pdanet.verify` runs: `forward`, or — where the compiled network's decoder reads
+        the controller state alone (``control_only``: set at compile for a DFA or Mealy machine)
+        — `forward_window`'s states and logits when it proves them exact: the same h_t and
+        logits in O(1) per step."""
+        if getattr(self, "control_only", False):
+            out = self.forward_window(ids)
+            if out is not None:
+                return out
+        return self.forward(ids)
+
+    @torch.no_grad()
     def trace_actions(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The action distributions a_t (B, T, 3: push, no-op, pop) and pushed vectors σ(D h_t)
         (B, T, m) of every step of ``forward(ids)``."""
         return self._run(ids, True)[2]
 
-    def _run(self, ids: Any, keep: bool):
+    def _run(self, ids: Any, keep: bool, cells: int | None = None):
         ids = _ids(ids, self.h0.device)
         B, T = ids.shape
         valid = ids >= 0
@@ -114,7 +160,12 @@ class JoulinMikolovStackRNN(nn.Module):
         head_b = torch.cat([self.A.bias, self.D.bias])
         h = self.h0.view(1, -1).expand(B, -1)
         r = pre.new_zeros(B, self.width)
-        mem = self.store.run(B, T, pre, self.codes)
+        if cells is None:
+            mem = self.store.run(B, T, pre, self.codes)
+        else:                                   # forward_window: the stack as symbol ids
+            mem = WindowStack(B, T, cells, np.asarray(self.codes.codes), pre,
+                              np.array([self.store.actions(op) for op in self.store.ops]),
+                              self.store.channels, self.store.depth)
         hs, rs, acts, vals = [h], [r], [], []
         blocks = [(pre.new_zeros(B, 1, 0), pre.new_zeros(B, 1))]
         for t in range(T):
@@ -134,10 +185,10 @@ class JoulinMikolovStackRNN(nn.Module):
             h = h_new
             hs.append(h)
             rs.append(r)
-            if mem.k == mem.BLOCK or t == T - 1:
+            if cells is None and (mem.k == mem.BLOCK or t == T - 1):
                 blocks.append(mem.flush())
-        hs_t = torch.stack(hs, 1)
-        states = assemble_states(hs_t, torch.stack(rs, 1), blocks)
+        hs_t, rs_t = torch.stack(hs, 1), torch.stack(rs, 1)
+        states = assemble_states(hs_t, rs_t, blocks) if cells is None else mem.states(hs_t, rs_t)
         trace = None
         if keep:
             trace = (torch.stack(acts, 1) if acts else pre.new_zeros(B, 0, 3),
@@ -246,6 +297,9 @@ def compile_joulin_mikolov_stack_rnn(machine: Any, dtype: torch.dtype = torch.fl
     weights, H = _weights(plan, codes)
     module = JoulinMikolovStackRNN(view.K, H, codes, n_out, depth)
     module = load_exact(module, weights, BETA, dtype)
+    if view.fields == "pushdown":          # long strings: verify compares the top cells only
+        module.window_decoder = _window_decoder(plan, codes, H, False)
+    module.control_only = view.fields == "dfa"      # the decoder reads h_t alone
     units = tuple(ControllerUnit(u.c, u.a, u.R, u.c2) for u in plan.units)
     abstraction = PaperController(
         labels=("start",) + tuple(unit_label(u) for u in units), model="joulin_mikolov_stack_rnn",
