@@ -128,7 +128,7 @@ def test_existing_messages():
     with pytest.raises(CompileError, match="no method 'nope'"):
         pn.compile(example(table._dfa), target="elman", method="nope")
     with pytest.raises(CompileError, match=r"available: .*elman/minsky"):
-        pn.compile(example(table._dfa), target="ns_rnn")
+        pn.compile(example(table._dfa), target="ns_lm")
 
 
 def test_fixed_options_and_unknown_options():

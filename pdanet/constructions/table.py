@@ -323,6 +323,11 @@ _STACK_RNN_EXAMPLES: dict[type, Callable[[], Machine]] = {
     DyckKM: _dyck, BoundedPDA: _bounded_anbn}
 
 
+# further examples a model may take where it refuses the stack-RNN one (a recogniser DFA for a
+# model whose readout is one acceptance logit)
+_MORE_EXAMPLES: dict[type, tuple[Callable[[], Machine], ...]] = {DFA: (_dfa,)}
+
+
 def _stack_rnn(mtype: type, memory: str) -> Entry:
     queue_ok = (memory, "queue") in STORES
     example = _copy_queue if mtype is StoreTransducer and queue_ok else _STACK_RNN_EXAMPLES[mtype]
@@ -346,12 +351,17 @@ def _model_requires(module: str, name: str) -> Precondition:
 
 
 def _model_example(module: str, name: str, mtype: type) -> Callable[[], Machine]:
-    """The model's own example where it is a ``mtype``, else the table's stack-RNN example of
-    that type (which the model then accepts)."""
+    """The model's own example where it is a ``mtype``, else the first of the table's examples
+    of that type (the stack-RNN one, then a recogniser) that the model's precondition accepts."""
 
     def build() -> Machine:
-        own = getattr(importlib.import_module(_M + module), f"EXAMPLE_{name.upper()}")
-        return own if isinstance(own, mtype) else _STACK_RNN_EXAMPLES[mtype]()
+        mod = importlib.import_module(_M + module)
+        own = getattr(mod, f"EXAMPLE_{name.upper()}")
+        if isinstance(own, mtype):
+            return own
+        requires = getattr(mod, f"requires_{name}")
+        candidates = [_STACK_RNN_EXAMPLES[mtype]()] + [f() for f in _MORE_EXAMPLES.get(mtype, ())]
+        return next((m for m in candidates if requires(m) is None), candidates[0])
 
     build.__name__ = f"_{name}_{mtype.__name__.lower()}"
     return build
@@ -375,6 +385,10 @@ MODELS: tuple[tuple[str, str, str, tuple[type, ...], tuple[type, ...]], ...] = (
     ("suzgun", "suzgun_stack_rnn", "stack_rnn", (DFA, DPDA, DPDT), ()),
     ("suzgun", "suzgun_stack_lstm", "stack_rnn", (DFA, DPDA, DPDT), ()),
     ("suzgun", "suzgun_baby_ntm", "stack_rnn", (DFA, BoundedPDA, DyckKM), (BoundedPDA, DyckKM)),
+    ("dusell_chiang", "dusell_chiang_ns", "ns_rnn", (DFA, DPDA), ()),
+    ("dusell_chiang", "dusell_chiang_ns_s", "ns_rnn", (DFA, DPDA), ()),
+    ("dusell_chiang", "dusell_chiang_ns_u", "ns_rnn", (DFA, DPDA), ()),
+    ("dusell_chiang", "dusell_chiang_rns", "ns_rnn", (DFA, DPDA), (DFA,)),
 )
 
 

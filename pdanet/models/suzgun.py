@@ -1402,7 +1402,7 @@ def _ntm_plan(t: _NTMTable, memory: bool, machine) -> tuple:
     c0 = t.q0 * modes + (U if memory else G)
     moves = _ntm_moves_memory(t) if memory else _ntm_moves(t)
     what = f"compiling {machine!r} to {NTM_MODEL} (up to {len(moves) + 1:,} hidden units)"
-    hint = "use a smaller machine or a smaller depth bound"
+    hint = "use a smaller machine (for a task, a smaller vocabulary) or a smaller depth bound"
     limits.check(what, len(moves) + 1, "max_units", hint=hint)
     codes = store_codes(G, "binary")
     limits.check(what, 32 * (len(moves) + 1) * (2 * (len(moves) + t.K) + codes.shape[1] + 8),
