@@ -138,16 +138,20 @@ def test_variants_share_the_datum_bits():
     _check(m, net, 5, samples=20, lengths=(0, 100))
 
 
-def test_a_head_with_two_sources_switches_the_factoring_off():
-    # pushes the input symbol on 'a'/'b' but pushes the symbol read back on 'c' (a second source
-    # for v_t): every symbol is then its own class
+def _two_sources():
+    """Pushes the input symbol on 'a'/'b' but pushes the symbol read back on 'c' (a second source
+    for v_t): every symbol is then its own class."""
     t = {}
     for x in ("a", "b", BOTTOM):
         for y in ("a", "b"):
             t[("q", y, x)] = ("q", (y, x))
     for x in ("a", "b"):
         t[("q", "c", x)] = ("q", (x, x))
-    m = DPDA(["q"], "abc", "ab", t, "q", accepting=["q"])
+    return DPDA(["q"], "abc", "ab", t, "q", accepting=["q"])
+
+
+def test_a_head_with_two_sources_switches_the_factoring_off():
+    m = _two_sources()
     net = compile_grefenstette_rnn(m)
     assert net.info["factoring"] == "none"
     _check(m, net, 6)
@@ -583,3 +587,63 @@ def test_register_path_keeps_the_certified_margin(controller, kw):
         heads = torch.cat([mod.push(after), mod.pop(after), mod.out(after)], -1) / BETA
     assert z.abs().min().item() >= float(net.margin)
     assert heads.abs().min().item() >= float(net.margin) or heads.abs()[heads != 0].min() >= 0.49
+
+
+# --- the weights, bit for bit ----------------------------------------------------------------------
+WEIGHT_MACHINES = {
+    "bigram_flip": lambda: pn.tasks.get("bigram_flip", vocab_size=3),
+    "bigram_flip_queue": lambda: pn.tasks.get("bigram_flip", vocab_size=3, store="queue"),
+    "copy_queue": lambda: sequence_copy(3, "queue"),
+    "copy_deque": lambda: sequence_copy(3, "deque"),
+    "reversal_deque": lambda: pn.tasks.get("sequence_reversal", vocab_size=3, store="deque"),
+    "dyck2": lambda: pn.tasks.get("dyck2"),
+    "two_sources": _two_sources,
+    "parity": lambda: pn.tasks.get("parity"),
+}
+# sha256 (first 16 hex digits) of every weight block: name, dtype, shape, denominator, scaling and
+# the exact numerators, as the compiler gave them; one row per (machine, controller)
+WEIGHT_DIGESTS = {
+    ("bigram_flip", "rnn"): ("registers", "b8d4d47fd8a81edf"),
+    ("bigram_flip", "lstm"): ("registers", "0214bbfa6db27585"),
+    ("bigram_flip_queue", "rnn"): ("registers", "8e9079ee37e57a5a"),
+    ("bigram_flip_queue", "lstm"): ("registers", "05d14a8e2688803b"),
+    ("copy_queue", "rnn"): ("data_path", "c7a4c14dc8415afb"),
+    ("copy_queue", "lstm"): ("data_path", "8ab9ef407a5f64c2"),
+    ("copy_deque", "rnn"): ("data_path", "78bbe5c9638bf3c5"),
+    ("copy_deque", "lstm"): ("data_path", "9ba993b482cc35a9"),
+    ("reversal_deque", "rnn"): ("data_path", "eb83046606aa2e7a"),
+    ("reversal_deque", "lstm"): ("data_path", "41d854e14b7f4c08"),
+    ("dyck2", "rnn"): ("data_path", "961f4f6cfb7bc2c8"),
+    ("dyck2", "lstm"): ("data_path", "0af5056ce98bd6ce"),
+    ("two_sources", "rnn"): ("none", "55ff627d6a57632a"),
+    ("two_sources", "lstm"): ("none", "7a920c8387407b7f"),
+    ("parity", "rnn"): ("none", "f91a5240c7948e92"),
+    ("parity", "lstm"): ("none", "911a7f9000885d39"),
+}
+
+
+def _weight_digest(weights):
+    import hashlib
+    h = hashlib.sha256()
+    for k in sorted(weights):
+        e = weights[k]
+        h.update(f"{k}|{e.numer.dtype}|{e.numer.shape}|{e.denom}|{e.scaled}|".encode())
+        h.update(repr(e.numer.tolist()).encode())
+    return h.hexdigest()[:16]
+
+
+@pytest.mark.parametrize("name, controller", sorted(WEIGHT_DIGESTS))
+def test_weights_are_bit_identical_on_every_path(name, controller):
+    """The register path and the data path build their shared blocks (embedding, control units,
+    cell, h_0, d/u/v heads, o_t and readout) with the same code; each compiled weight is kept
+    exactly as recorded."""
+    net = compile_grefenstette(WEIGHT_MACHINES[name](), controller)
+    factoring, digest = WEIGHT_DIGESTS[(name, controller)]
+    assert net.info["factoring"] == factoring
+    assert _weight_digest(net.weights) == digest
+    # the same machine compiled twice gives the same blocks
+    again = compile_grefenstette(WEIGHT_MACHINES[name](), controller).weights
+    assert sorted(again) == sorted(net.weights)
+    for k, e in net.weights.items():
+        assert e.denom == again[k].denom and e.scaled == again[k].scaled
+        assert np.array_equal(e.numer, again[k].numer)

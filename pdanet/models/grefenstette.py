@@ -188,30 +188,47 @@ class GrefenstetteRNN(nn.Module):
         v = torch.tanh(self.value(h))                                        # v_t, §3.4
         return torch.stack([d, u], 2).reshape(len(h), -1), v
 
-    def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def _checked(self, ids: torch.Tensor) -> torch.Tensor:
+        """``ids`` (batch, time) on the module's device; InputError for another shape or an id
+        beyond the vocabulary (−1 is padding)."""
         ids = torch.as_tensor(ids)
         if ids.dim() != 2:
             raise InputError(f"ids must be (batch, time), got shape {tuple(ids.shape)}")
         ids = ids.to(self.h0.device)
         if bool((ids >= self.embedding.num_embeddings).any()):
             raise InputError(f"ids must be < {self.embedding.num_embeddings} (or −1 padding)")
+        return ids
+
+    def _initial(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+        """(h_0, c_0, r_0) for the batch of embedded inputs ``x``: h_0 (and c_0) the parameters,
+        r_0 = 0 (§3.4)."""
+        B = x.shape[0]
+        h = self.h0.view(1, -1).expand(B, -1)
+        c = self.c0.view(1, -1).expand(B, -1) if self.controller_kind == "lstm" else None
+        return h, c, x.new_zeros(B, self.reading_size)
+
+    def _step(self, x_t: torch.Tensor, r: torch.Tensor, h: torch.Tensor, c: torch.Tensor | None
+              ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """One controller step, (o'_t, h_t) = RNN(x_t ⊕ r_{t−1}, h_{t−1}) (§3.4): (h_t, c_t),
+        c_t None for the Elman controller."""
+        inp = torch.cat([x_t, r], 1)
+        if c is not None:
+            return self.cell(inp, (h, c))
+        return self.cell(inp, h), None
+
+    def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        ids = self._checked(ids)
         B, T = ids.shape
         valid = ids >= 0
         padded = (~valid).any(0).tolist()
         x = self.embedding(ids.clamp(min=0))
         lstm = self.controller_kind == "lstm"
-        h = self.h0.view(1, -1).expand(B, -1)
-        c = self.c0.view(1, -1).expand(B, -1) if lstm else None
-        r = x.new_zeros(B, self.reading_size)                               # r_0 = 0
+        h, c, r = self._initial(x)
         mem = self.store.run(B, T, x, self.codes)
         hs, rs = [h], [r]
         blocks = [(x.new_zeros(B, 1, 0), x.new_zeros(B, 1))]
         for t in range(T):
-            inp = torch.cat([x[:, t], r], 1)                                 # x_t ⊕ r_{t−1}
-            if lstm:
-                h_new, c_new = self.cell(inp, (h, c))                        # (o'_t, h_t)
-            else:
-                h_new, c_new = self.cell(inp, h), None
+            h_new, c_new = self._step(x[:, t], r, h, c)
             act, value = self.actions(h_new)
             v = None
             if padded[t]:                      # padding leaves the row's whole state unchanged
@@ -252,11 +269,7 @@ class GrefenstetteRNN(nn.Module):
                   ) -> tuple[torch.Tensor, torch.Tensor] | None:
         """The discrete-store run of `forward_decoded` (``cells`` None: states as `forward`'s)
         and of `forward_window` (the top ``cells`` cells, top first), or None where not exact."""
-        if ids.dim() != 2:
-            raise InputError(f"ids must be (batch, time), got shape {tuple(ids.shape)}")
-        ids = ids.to(self.h0.device)
-        if bool((ids >= self.embedding.num_embeddings).any()):
-            raise InputError(f"ids must be < {self.embedding.num_embeddings} (or −1 padding)")
+        ids = self._checked(ids)
         B, T = ids.shape
         valid = ids >= 0
         valid_np = valid.cpu().numpy()
@@ -276,9 +289,7 @@ class GrefenstetteRNN(nn.Module):
         hi = lo.copy()
         sizes = np.zeros((T + 1, B), dtype=np.int64)
         snaps: list = [np.zeros((B, 0), dtype=np.int64)]
-        h = self.h0.view(1, -1).expand(B, -1)
-        c = self.c0.view(1, -1).expand(B, -1) if lstm else None
-        r = x.new_zeros(B, self.reading_size)                                # r_0 = 0
+        h, c, r = self._initial(x)
         hs = x.new_empty(T + 1, B, h.shape[1])
         rs = x.new_empty(T + 1, B, self.reading_size)
         hs[0], rs[0] = h, r
@@ -286,11 +297,7 @@ class GrefenstetteRNN(nn.Module):
         vals = np.zeros((T, B, S * m), dtype=np.float64)
         syms = np.full((T, B, S), -1, dtype=np.int64)
         for t in range(T):
-            inp = torch.cat([x[:, t], r], 1)                                 # x_t ⊕ r_{t−1}
-            if lstm:
-                h_new, c_new = self.cell(inp, (h, c))                        # (o'_t, h_t)
-            else:
-                h_new, c_new = self.cell(inp, h), None
+            h_new, c_new = self._step(x[:, t], r, h, c)
             act, value = self.actions(h_new)                                 # d_t, u_t, v_t
             if padded[t]:
                 keep = valid[:, t].unsqueeze(1)
@@ -907,110 +914,242 @@ def _layout(f: _Factored, mb: int) -> dict:
     return {"H": nxt, "data": data, "reading": reading}
 
 
-def _weights(f: _Factored, lstm: bool) -> tuple[dict, dict]:
-    view, units, data = f.view, f.units, f.data
-    store = STORES[view.kind]()
-    S = store.slots
-    codes = data.codes
-    m = codes.shape[1]
-    mb, db = m - 1, data.db
-    sgn = 2 * codes[:, 1:] - 1                       # ±1 code bits of each store symbol
-    dsgn = 2 * data.dcodes - 1                       # ±1 datum bits
-    vsgn = 2 * data.vcodes - 1                       # ±1 variant bits
-    lay = _layout(f, db)
-    H = lay["H"]
-    nA = len(f.reps)
-    E = nA + db
-    Fr = Fraction
-    D = 16
-    # embedding: [class one-hot; ±1 datum bits of the symbol (0: none)]
-    emb = np.zeros((view.K, max(E, 1)), dtype=np.int64)
-    emb[np.arange(view.K), f.classes] = 1
-    for a, d in enumerate(data.in_datum):
-        if d >= 0:
-            emb[a, nA:nA + db] = dsgn[d]
-    # ind(h) = ka·h + kb ; a copied bit = kbit·h
-    # scaled weights are int64 sixteenths (exact dyadic rationals; no per-entry Fractions)
-    ka, kb, kbit = (21, 0, 21) if lstm else (8, 8, 16)       # 21/16 = κ; 1/2, 1/2, 1
+_D = 16     # weights are int64 sixteenths (exact dyadic rationals; no per-entry Fractions)
 
-    def ew(arr: np.ndarray) -> ExactWeight:
-        return ExactWeight(np.asarray(arr, dtype=np.int64), D, True)
 
-    into: dict = {}
-    for j, u in enumerate(units):
-        into.setdefault(u.c2, []).append(j + 1)
-    into.setdefault(view.q0, []).append(0)
-    inp = E + S * m
-    W_ih = np.zeros((H, inp), dtype=np.int64)
-    W_hh = np.zeros((H, H), dtype=np.int64)
-    bias = np.zeros(H, dtype=np.int64)
-    bias[0] = -8
-    deque = view.kind == "deque"
-    tests = []
-    for j, u in enumerate(units):
-        i = j + 1
-        n = 2
+def _ew(arr: np.ndarray) -> ExactWeight:
+    return ExactWeight(np.asarray(arr, dtype=np.int64), _D, True)
+
+
+class _Blocks:
+    """The weight blocks both compiled paths share (`_weights`: data path or no factoring;
+    `_weights_registers`: registers), each built by one method. Units read ind(h) = (ka·h + kb)/16
+    of a unit h: κ·h for the LSTM (ka = 21), (h + 1)/2 for the Elman controller."""
+
+    def __init__(self, f: _Factored, lstm: bool, H: int):
+        self.f, self.lstm, self.H = f, lstm, H
+        self.view, self.units, self.data = f.view, f.units, f.data
+        self.store = STORES[self.view.kind]()
+        self.S = self.store.slots
+        self.m = self.data.codes.shape[1]
+        self.mb, self.db = self.m - 1, self.data.db
+        self.sgn = 2 * self.data.codes[:, 1:] - 1             # ±1 code bits of each store symbol
+        self.dsgn = 2 * self.data.dcodes - 1                  # ±1 datum bits
+        self.vsgn = 2 * self.data.vcodes - 1                  # ±1 variant bits
+        self.nA = len(f.reps)
+        self.E = self.nA + self.db
+        self.inp = self.E + self.S * self.m
+        self.ka, self.kb = (21, 0) if lstm else (8, 8)        # 21/16 = κ; 1/2, 1/2
+
+    def embedding(self, width: int) -> ExactWeight:
+        """§3.4's input i_t: [class one-hot; ±1 datum bits of the symbol (0: none)]."""
+        emb = np.zeros((self.view.K, width), dtype=np.int64)
+        emb[np.arange(self.view.K), self.f.classes] = 1
+        for a, d in enumerate(self.data.in_datum):
+            if d >= 0:
+                emb[a, self.nA:self.nA + self.db] = self.dsgn[d]
+        return ExactWeight.of(emb, scaled=False)
+
+    def controller(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Zero (W_ih, W_hh, bias) of the controller on i_t ⊕ r_{t−1} (§3.4), the start unit's
+        bias set (on only in h_0)."""
+        W_ih = np.zeros((self.H, self.inp), dtype=np.int64)
+        W_hh = np.zeros((self.H, self.H), dtype=np.int64)
+        bias = np.zeros(self.H, dtype=np.int64)
+        bias[0] = -8
+        return W_ih, W_hh, bias
+
+    def predecessors(self) -> dict:
+        """State → the units (start 0, control units j + 1) whose firing enters it."""
+        into: dict = {}
+        for j, u in enumerate(self.units):
+            into.setdefault(u.c2, []).append(j + 1)
+        into.setdefault(self.view.q0, []).append(0)
+        return into
+
+    def control(self, W_ih, W_hh, bias, into: dict, j: int) -> int:
+        """Control unit j's row, ``Σ_{i → c} ind(h_{t−1,i}) + x_t[A] + m_R(r_{t−1})`` (module
+        docstring; controller input i_t ⊕ r_{t−1}, §3.4) without the − (n − 1/2) threshold;
+        returns n, the number of terms."""
+        view, u, i, D = self.view, self.units[j], j + 1, _D
+        m, mb, db = self.m, self.mb, self.db
+        n = 2                                                     # predecessor, class
         for src in into.get(u.c, ()):
-            W_hh[i, src] = ka
-            bias[i] += kb
+            W_hh[i, src] = self.ka
+            bias[i] += self.kb
         W_ih[i, u.A] = D
-        sl = 0 if (not deque or view.reads_top[u.c]) else 1
-        base = E + sl * m
+        sl = 0 if (view.kind != "deque" or view.reads_top[u.c]) else 1
+        base = self.E + sl * m
         kind = u.test[0]
-        if kind == "empty":                                  # 1 − presence
+        if kind == "empty":                                       # 1 − presence
             W_ih[i, base], bias[i], n = -D, bias[i] + D, 3
-        elif kind == "nonempty":                             # presence
+        elif kind == "nonempty":                                  # presence
             W_ih[i, base], n = D, 3
-        elif kind == "code":                                 # Σ sgn·bits − mb + 1
-            W_ih[i, base + 1:base + m] = D * sgn[u.test[1]]
+        elif kind == "code":                                      # Σ sgn·bits − mb + 1
+            W_ih[i, base + 1:base + m] = D * self.sgn[u.test[1]]
             bias[i] += D * (1 - mb)
             n = 3
-        elif kind == "variant":                              # Σ vsgn·variant bits − vb + 1
-            W_ih[i, base + 1 + db:base + m] = D * vsgn[u.test[1]]
+        elif kind == "variant":                                   # Σ vsgn·variant bits − vb + 1
+            W_ih[i, base + 1 + db:base + m] = D * self.vsgn[u.test[1]]
             bias[i] += D * (1 - (mb - db))
             n = 3
-        bias[i] -= 8 * (2 * n - 1)
+        return n
+
+    def cell(self, W_ih, W_hh, bias, copies: np.ndarray) -> dict[str, ExactWeight]:
+        """The cell's weights and h_0 (a parameter, §3.4; c_0 = 0). Elman: h = tanh(βz). LSTM
+        (gates i, f, g, o): i = 1, f = 0; a unit in ``copies`` has g = tanh(βz), o = 1, every
+        other g = 1, o = σ(βz)."""
+        H, D = self.H, _D
+        w: dict[str, ExactWeight] = {}
+        if self.lstm:
+            Wi = np.zeros((4 * H, self.inp), dtype=np.int64)
+            Wh = np.zeros((4 * H, H), dtype=np.int64)
+            bb = np.zeros(4 * H, dtype=np.int64)
+            bb[:H], bb[H:2 * H] = D, -D
+            ctrl = ~copies
+            Wi[3 * H:][ctrl], Wh[3 * H:][ctrl], bb[3 * H:][ctrl] = W_ih[ctrl], W_hh[ctrl], bias[ctrl]
+            bb[2 * H:3 * H][ctrl] = D
+            Wi[2 * H:3 * H][copies], Wh[2 * H:3 * H][copies] = W_ih[copies], W_hh[copies]
+            bb[2 * H:3 * H][copies] = bias[copies]
+            bb[3 * H:][copies] = D
+            w["cell.weight_ih"], w["cell.weight_hh"] = _ew(Wi), _ew(Wh)
+            w["cell.bias_ih"] = _ew(bb)
+            w["cell.bias_hh"] = ExactWeight.of(np.zeros(4 * H, dtype=np.int64))
+            h0 = np.full(H, Fraction(0), dtype=object)
+            h0[0] = 1 / KAPPA
+            w["h0"] = ExactWeight.of(h0, scaled=False)
+            w["c0"] = ExactWeight.of(np.zeros(H, dtype=np.int64), scaled=False)
+        else:
+            w["cell.weight_ih"], w["cell.weight_hh"] = _ew(W_ih), _ew(W_hh)
+            w["cell.bias_ih"] = _ew(bias)
+            w["cell.bias_hh"] = ExactWeight.of(np.zeros(H, dtype=np.int64))
+            h0 = -np.ones(H, dtype=np.int64)
+            h0[0] = 1
+            w["h0"] = ExactWeight.of(h0, scaled=False)
+        return w
+
+    def head(self, rows: int) -> tuple[np.ndarray, np.ndarray]:
+        return np.zeros((rows, self.H), dtype=np.int64), np.zeros(rows, dtype=np.int64)
+
+    def add_ind(self, Wm, bv, r: int, i: int, coef) -> None:
+        """Row r += coef · ind(h_i)."""
+        Wm[r, i] += self.ka * coef
+        bv[r] += self.kb * coef
+
+    def store_heads(self, copy) -> dict[str, np.ndarray]:
+        """d_t, u_t, v_t of §3.4 (sigmoid(W_d o'_t + b_d), sigmoid(W_u o'_t + b_u),
+        tanh(W_v o'_t + b_v)) per slot, from the control units; ``copy(Wv, bv, r0, j, src)`` (or
+        None) adds unit j's copied pushed datum (source ``src``) at rows r0…"""
+        S, m, mb, db = self.S, self.m, self.mb, self.db
+        store, chan = self.store, self.store.channels
+        Wd, bd = self.head(S)
+        Wu, bu = self.head(S)
+        bd[:], bu[:] = -8, -8
+        Wv, bv = self.head(S * m)
+        bv[[s * m for s in range(S)]] = -_D
+        for j, u in enumerate(self.units):
+            act = store.actions(u.op)
+            for s in range(S):
+                d_ch, u_ch = (("push", "pop") if S == 1 else
+                              (f"push_{store.pushes[s]}", f"pop_{store.pushes[s]}"))
+                self.add_ind(Wd, bd, s, j + 1, act[chan.index(d_ch)])
+                self.add_ind(Wu, bu, s, j + 1, act[chan.index(u_ch)])
+                y = u.push[s]
+                if y is None:
+                    continue
+                self.add_ind(Wv, bv, s * m, j + 1, 2)
+                if y[0] == "c":
+                    for k in range(mb):
+                        self.add_ind(Wv, bv, s * m + 1 + k, j + 1, 2 * int(self.sgn[y[1], k]))
+                    continue
+                if copy is not None:                              # the datum is copied; the
+                    copy(Wv, bv, s * m + 1, j, y[:-1])            # variant is the unit's
+                for k in range(mb - db):
+                    self.add_ind(Wv, bv, s * m + 1 + db + k, j + 1, 2 * int(self.vsgn[y[-1], k]))
+        return {"push": (Wd, bd), "pop": (Wu, bu), "value": (Wv, bv)}
+
+    def output_head(self, copy, info: dict) -> tuple[dict, int]:
+        """o_t = tanh(W_o o'_t + b_o) (§3.4) and the readout W_y o_t + b_y (§4.3's softmax
+        logits): an acceptance bit, or the output's datum bits (``copy(Wo, bo, 0, j, src)``, or
+        None, adds unit j's copied emitted datum) plus one flag per output symbol that is no
+        datum's only output symbol, and "none". Returns the blocks and O."""
+        view, db, dsgn, D = self.view, self.db, self.dsgn, _D
+        if view.output == "accept":
+            Wo, bo = self.head(1)
+            bo[0] = -D
+            for j, u in enumerate(self.units):
+                if view.accepting[u.c2]:
+                    self.add_ind(Wo, bo, 0, j + 1, 2)
+            if view.accepting[view.q0]:
+                self.add_ind(Wo, bo, 0, 0, 2)
+            Wy = np.array([[1]], dtype=np.int64)
+            by = np.zeros(1, dtype=np.int64)
+            return {"out": (Wo, bo), "readout": (Wy, by)}, 1
+        od = self.data.out_datum
+        flags = [o for o in range(view.n_out) if od[o] < 0] + [view.n_out]   # + "none"
+        fpos = {o: k for k, o in enumerate(flags)}
+        ob = db if any(x >= 0 for x in od) else 0
+        O = ob + len(flags)
+        Wo, bo = self.head(O)
+        bo[ob:] = -D
+        self.add_ind(Wo, bo, ob + fpos[view.n_out], 0, 2)               # start: "none"
+        for j, u in enumerate(self.units):
+            if u.out is None:
+                self.add_ind(Wo, bo, ob + fpos[view.n_out], j + 1, 2)
+            elif u.out[0] != "c":
+                if copy is not None:
+                    copy(Wo, bo, 0, j, u.out)
+            elif od[u.out[1]] < 0:
+                self.add_ind(Wo, bo, ob + fpos[u.out[1]], j + 1, 2)
+            else:
+                for k in range(db):
+                    self.add_ind(Wo, bo, k, j + 1, 2 * int(dsgn[od[u.out[1]], k]))
+        Wy = np.zeros((view.n_out + 1, O), dtype=object)
+        Wy[:] = Fraction(0)
+        by = np.full(view.n_out + 1, Fraction(0), dtype=object)
+        for o in range(view.n_out):
+            if od[o] >= 0:
+                Wy[o, :ob] = [Fraction(int(x)) for x in dsgn[od[o]]]
+        for o in flags:
+            Wy[o, ob + fpos[o]] = Fraction(ob + 2, 2)
+            by[o] = Fraction(ob + 2, 2)
+        info["output_flags"] = len(flags)
+        return {"out": (Wo, bo), "readout": (Wy, by)}, O
+
+    @staticmethod
+    def finish(w: dict, heads: dict) -> None:
+        """Adds the head blocks to ``w`` (the readout exact and unscaled, the others sixteenths
+        times β)."""
+        for name in ("push", "pop", "value", "out"):
+            W, b = heads[name]
+            w[f"{name}.weight"], w[f"{name}.bias"] = _ew(W), _ew(b)
+        Wy, by = heads["readout"]
+        w["readout.weight"] = ExactWeight.of(Wy, scaled=False)
+        w["readout.bias"] = ExactWeight.of(by, scaled=False)
+
+
+def _weights(f: _Factored, lstm: bool) -> tuple[dict, dict]:
+    """The data path's (and the unfactored) weights (module docstring)."""
+    lay = _layout(f, f.data.db)
+    b = _Blocks(f, lstm, lay["H"])
+    H, E, m = b.H, b.E, b.m
+    kbit = 21 if lstm else 16                                    # a copied bit = kbit/16·h
+    into = b.predecessors()
+    W_ih, W_hh, bias = b.controller()
+    tests = []
+    for j, u in enumerate(b.units):
+        n = b.control(W_ih, W_hh, bias, into, j)
+        bias[j + 1] -= 8 * (2 * n - 1)
         tests.append(u.test)
-    for k, i in enumerate(lay["data"]):
-        W_ih[i, nA + k] = D
-    for s, idx in lay["reading"].items():
+    for k, i in enumerate(lay["data"]):                          # data units copy x_t's bits
+        W_ih[i, b.nA + k] = _D
+    for s, idx in lay["reading"].items():                        # reading units copy r_{t−1}'s
         for k, i in enumerate(idx):
-            W_ih[i, E + s * m + 1 + k] = D
-    w: dict[str, ExactWeight] = {"embedding.weight": ExactWeight.of(emb, scaled=False)}
-    if lstm:  # gates i, f, g, o: i = 1, f = 0; control units g = 1, o = σ(βz); copies g = tanh(βz)
-        copies = np.zeros(H, dtype=bool)
-        copies[list(lay["data"]) + [i for idx in lay["reading"].values() for i in idx]] = True
-        Wi = np.zeros((4 * H, inp), dtype=np.int64)
-        Wh = np.zeros((4 * H, H), dtype=np.int64)
-        bb = np.zeros(4 * H, dtype=np.int64)
-        bb[:H], bb[H:2 * H] = D, -D
-        ctrl = ~copies
-        Wi[3 * H:][ctrl], Wh[3 * H:][ctrl], bb[3 * H:][ctrl] = W_ih[ctrl], W_hh[ctrl], bias[ctrl]
-        bb[2 * H:3 * H][ctrl] = D
-        Wi[2 * H:3 * H][copies], Wh[2 * H:3 * H][copies] = W_ih[copies], W_hh[copies]
-        bb[2 * H:3 * H][copies] = bias[copies]
-        bb[3 * H:][copies] = D
-        w["cell.weight_ih"], w["cell.weight_hh"] = ew(Wi), ew(Wh)
-        w["cell.bias_ih"] = ew(bb)
-        w["cell.bias_hh"] = ExactWeight.of(np.zeros(4 * H, dtype=np.int64))
-        h0 = np.full(H, Fr(0), dtype=object)
-        h0[0] = 1 / KAPPA
-        w["h0"] = ExactWeight.of(h0, scaled=False)
-        w["c0"] = ExactWeight.of(np.zeros(H, dtype=np.int64), scaled=False)
-    else:
-        w["cell.weight_ih"], w["cell.weight_hh"] = ew(W_ih), ew(W_hh)
-        w["cell.bias_ih"] = ew(bias)
-        w["cell.bias_hh"] = ExactWeight.of(np.zeros(H, dtype=np.int64))
-        h0 = -np.ones(H, dtype=np.int64)
-        h0[0] = 1
-        w["h0"] = ExactWeight.of(h0, scaled=False)
-
-    def head(rows: int) -> tuple[np.ndarray, np.ndarray]:
-        return np.zeros((rows, H), dtype=np.int64), np.zeros(rows, dtype=np.int64)
-
-    def add_ind(Wm, bv, r: int, i: int, coef) -> None:
-        Wm[r, i] += ka * coef
-        bv[r] += kb * coef
+            W_ih[i, E + s * m + 1 + k] = _D
+    w: dict[str, ExactWeight] = {"embedding.weight": b.embedding(max(E, 1))}
+    copies = np.zeros(H, dtype=bool)
+    copies[list(lay["data"]) + [i for idx in lay["reading"].values() for i in idx]] = True
+    w.update(b.cell(W_ih, W_hh, bias, copies))
 
     def add_bits(Wm, r0: int, src: tuple | None) -> None:
         if src is None:
@@ -1019,80 +1158,16 @@ def _weights(f: _Factored, lstm: bool) -> tuple[dict, dict]:
         for k, i in enumerate(idx):
             Wm[r0 + k, i] += kbit
 
-    Wd, bd = head(S)
-    Wu, bu = head(S)
-    bd[:], bu[:] = -8, -8
-    Wv, bv = head(S * m)
-    bv[[s * m for s in range(S)]] = -D
-    chan = store.channels
-    for j, u in enumerate(units):
-        act = store.actions(u.op)
-        for s in range(S):
-            d_ch, u_ch = (("push", "pop") if S == 1 else
-                          (f"push_{store.pushes[s]}", f"pop_{store.pushes[s]}"))
-            add_ind(Wd, bd, s, j + 1, act[chan.index(d_ch)])
-            add_ind(Wu, bu, s, j + 1, act[chan.index(u_ch)])
-            y = u.push[s]
-            if y is not None:
-                add_ind(Wv, bv, s * m, j + 1, 2)
-                if y[0] == "c":
-                    for k in range(mb):
-                        add_ind(Wv, bv, s * m + 1 + k, j + 1, 2 * int(sgn[y[1], k]))
-                else:                                        # the datum is copied; the variant
-                    for k in range(mb - db):
-                        add_ind(Wv, bv, s * m + 1 + db + k, j + 1, 2 * int(vsgn[y[-1], k]))
-    for s in range(S):
+    heads = b.store_heads(None)
+    Wv = heads["value"][0]
+    for s in range(b.S):
         add_bits(Wv, s * m + 1, f.sources.get(("push", s)))
-    w["push.weight"], w["push.bias"] = ew(Wd), ew(bd)
-    w["pop.weight"], w["pop.bias"] = ew(Wu), ew(bu)
-    w["value.weight"], w["value.bias"] = ew(Wv), ew(bv)
     info: dict[str, Any] = {}
-    if view.output == "accept":
-        Wo, bo = head(1)
-        bo[0] = -D
-        for j, u in enumerate(units):
-            if view.accepting[u.c2]:
-                add_ind(Wo, bo, 0, j + 1, 2)
-        if view.accepting[view.q0]:
-            add_ind(Wo, bo, 0, 0, 2)
-        Wy = np.array([[1]], dtype=np.int64)
-        by = np.zeros(1, dtype=np.int64)
-        O = 1
-    else:
-        out_store = data.out_datum
-        flags = [o for o in range(view.n_out) if out_store[o] < 0] + [view.n_out]   # + "none"
-        fpos = {o: k for k, o in enumerate(flags)}
-        data_out = any(x >= 0 for x in out_store)
-        ob = db if data_out else 0
-        O = ob + len(flags)
-        Wo, bo = head(O)
-        bo[ob:] = -D
-        add_ind(Wo, bo, ob + fpos[view.n_out], 0, 2)          # start: "none"
-        for j, u in enumerate(units):
-            if u.out is None:
-                add_ind(Wo, bo, ob + fpos[view.n_out], j + 1, 2)
-            elif u.out[0] == "c":
-                o = u.out[1]
-                if out_store[o] < 0:
-                    add_ind(Wo, bo, ob + fpos[o], j + 1, 2)
-                else:
-                    for k in range(db):
-                        add_ind(Wo, bo, k, j + 1, 2 * int(dsgn[out_store[o], k]))
-        if data_out:
-            add_bits(Wo, 0, f.sources.get(("out",)))
-        Wy = np.zeros((view.n_out + 1, O), dtype=object)
-        Wy[:] = Fr(0)
-        by = np.full(view.n_out + 1, Fr(0), dtype=object)
-        for o in range(view.n_out):
-            if out_store[o] >= 0:
-                Wy[o, :ob] = [Fr(int(s)) for s in dsgn[out_store[o]]]
-        for o in flags:
-            Wy[o, ob + fpos[o]] = Fr(ob + 2, 2)
-            by[o] = Fr(ob + 2, 2)
-        info["output_flags"] = len(flags)
-    w["out.weight"], w["out.bias"] = ew(Wo), ew(bo)
-    w["readout.weight"] = ExactWeight.of(Wy, scaled=False)
-    w["readout.bias"] = ExactWeight.of(by, scaled=False)
+    out, O = b.output_head(None, info)
+    if b.view.output != "accept" and any(x >= 0 for x in b.data.out_datum):
+        add_bits(out["out"][0], 0, f.sources.get(("out",)))
+    heads.update(out)
+    b.finish(w, heads)
     info.update(H=H, E=max(E, 1), O=O, layout=lay, tests=tuple(tests))
     return w, info
 
@@ -1119,36 +1194,13 @@ def _layout_registers(f: _Factored) -> dict:
 
 def _weights_registers(f: _Factored, lstm: bool) -> tuple[dict, dict]:
     """The register path's weights (module docstring); the scale is that of `_weights`."""
-    view, units, data = f.view, f.units, f.data
-    store = STORES[view.kind]()
-    S = store.slots
-    codes = data.codes
-    m = codes.shape[1]
-    mb, db = m - 1, data.db
-    sgn = 2 * codes[:, 1:] - 1
-    dsgn = 2 * data.dcodes - 1
-    vsgn = 2 * data.vcodes - 1
     lay = _layout_registers(f)
-    H, gated = lay["H"], lay["gated"]
-    nA = len(f.reps)
-    E = nA + db
-    D = 16
-    emb = np.zeros((view.K, E), dtype=np.int64)                  # [class one-hot; ±1 datum bits]
-    emb[np.arange(view.K), f.classes] = 1
-    for a, d in enumerate(data.in_datum):
-        if d >= 0:
-            emb[a, nA:nA + db] = dsgn[d]
-    ka, kb = (21, 0) if lstm else (8, 8)                         # ind(h) = ka/16·h + kb/16
-
-    def ew(arr: np.ndarray) -> ExactWeight:
-        return ExactWeight(np.asarray(arr, dtype=np.int64), D, True)
-
-    into: dict = {}
-    for j, u in enumerate(units):
-        into.setdefault(u.c2, []).append(j + 1)
-    into.setdefault(view.q0, []).append(0)
+    b = _Blocks(f, lstm, lay["H"])
+    gated, data, db = lay["gated"], b.data, b.db
+    ka, kb, E, m = b.ka, b.kb, b.E, b.m
+    into = b.predecessors()
     holders: list = [[] for _ in range(db)]      # bit k of the register after a step
-    for j, u in enumerate(units):
+    for j, u in enumerate(b.units):
         if u.reg is None:
             continue
         if u.reg[0] == "c":
@@ -1158,35 +1210,11 @@ def _weights_registers(f: _Factored, lstm: bool) -> tuple[dict, dict]:
         else:
             for k, i in enumerate(gated[(j, u.reg)]):
                 holders[k].append(i)
-    inp = E + S * m
-    W_ih = np.zeros((H, inp), dtype=np.int64)
-    W_hh = np.zeros((H, H), dtype=np.int64)
-    bias = np.zeros(H, dtype=np.int64)
-    bias[0] = -8
-    deque = view.kind == "deque"
+    W_ih, W_hh, bias = b.controller()
     tests = []
-    for j, u in enumerate(units):
+    for j, u in enumerate(b.units):
         i = j + 1
-        n = 2                                                     # predecessor, class
-        for src in into.get(u.c, ()):
-            W_hh[i, src] = ka
-            bias[i] += kb
-        W_ih[i, u.A] = D
-        sl = 0 if (not deque or view.reads_top[u.c]) else 1
-        base = E + sl * m
-        kind = u.test[0]
-        if kind == "empty":
-            W_ih[i, base], bias[i], n = -D, bias[i] + D, 3
-        elif kind == "nonempty":
-            W_ih[i, base], n = D, 3
-        elif kind == "code":
-            W_ih[i, base + 1:base + m] = D * sgn[u.test[1]]
-            bias[i] += D * (1 - mb)
-            n = 3
-        elif kind == "variant":
-            W_ih[i, base + 1 + db:base + m] = D * vsgn[u.test[1]]
-            bias[i] += D * (1 - (mb - db))
-            n = 3
+        n = b.control(W_ih, W_hh, bias, into, j)
         tests.append(u.test)
         for (jj, src), idx in gated.items():                      # gated copies: n + 1 terms
             if jj != j:
@@ -1194,7 +1222,7 @@ def _weights_registers(f: _Factored, lstm: bool) -> tuple[dict, dict]:
             for k, g in enumerate(idx):
                 W_ih[g], W_hh[g], bias[g] = W_ih[i], W_hh[i], bias[i] - 8 * (2 * n + 1)
                 if src == ("in",):                                # x_t's bit, (x + 1)/2
-                    W_ih[g, nA + k] += 8
+                    W_ih[g, b.nA + k] += 8
                     bias[g] += 8
                 elif src[0] == "rd":                              # r_{t−1}'s bit, (r + 1)/2
                     W_ih[g, E + src[1] * m + 1 + k] += 8
@@ -1204,113 +1232,21 @@ def _weights_registers(f: _Factored, lstm: bool) -> tuple[dict, dict]:
                         W_hh[g, h] += ka
                         bias[g] += kb
         bias[i] -= 8 * (2 * n - 1)
-    w: dict[str, ExactWeight] = {"embedding.weight": ExactWeight.of(emb, scaled=False)}
-    if lstm:   # every unit: i = 1, f = 0, g = 1, o = σ(βz), so h ∈ {0, tanh 1}
-        Wi = np.zeros((4 * H, inp), dtype=np.int64)
-        Wh = np.zeros((4 * H, H), dtype=np.int64)
-        bb = np.zeros(4 * H, dtype=np.int64)
-        bb[:H], bb[H:2 * H], bb[2 * H:3 * H] = D, -D, D
-        Wi[3 * H:], Wh[3 * H:], bb[3 * H:] = W_ih, W_hh, bias
-        w["cell.weight_ih"], w["cell.weight_hh"] = ew(Wi), ew(Wh)
-        w["cell.bias_ih"] = ew(bb)
-        w["cell.bias_hh"] = ExactWeight.of(np.zeros(4 * H, dtype=np.int64))
-        h0 = np.full(H, Fraction(0), dtype=object)
-        h0[0] = 1 / KAPPA
-        w["h0"] = ExactWeight.of(h0, scaled=False)
-        w["c0"] = ExactWeight.of(np.zeros(H, dtype=np.int64), scaled=False)
-    else:
-        w["cell.weight_ih"], w["cell.weight_hh"] = ew(W_ih), ew(W_hh)
-        w["cell.bias_ih"] = ew(bias)
-        w["cell.bias_hh"] = ExactWeight.of(np.zeros(H, dtype=np.int64))
-        h0 = -np.ones(H, dtype=np.int64)
-        h0[0] = 1
-        w["h0"] = ExactWeight.of(h0, scaled=False)
-
-    def head(rows: int) -> tuple[np.ndarray, np.ndarray]:
-        return np.zeros((rows, H), dtype=np.int64), np.zeros(rows, dtype=np.int64)
-
-    def add_ind(Wm, bv, r: int, i: int, coef) -> None:
-        Wm[r, i] += ka * coef
-        bv[r] += kb * coef
+    w: dict[str, ExactWeight] = {"embedding.weight": b.embedding(E)}
+    w.update(b.cell(W_ih, W_hh, bias, np.zeros(b.H, dtype=bool)))   # every unit: g = 1
 
     def add_copy(Wm, bv, r0: int, j: int, src: tuple) -> None:
         """Rows r0… = 2·(gated bit) − 1 while unit j fires: ±1, the copied datum's bits."""
         for k, g in enumerate(gated[(j, src)]):
-            add_ind(Wm, bv, r0 + k, g, 2)
-            add_ind(Wm, bv, r0 + k, j + 1, -1)
+            b.add_ind(Wm, bv, r0 + k, g, 2)
+            b.add_ind(Wm, bv, r0 + k, j + 1, -1)
 
-    Wd, bd = head(S)
-    Wu, bu = head(S)
-    bd[:], bu[:] = -8, -8
-    Wv, bv = head(S * m)
-    bv[[s * m for s in range(S)]] = -D
-    chan = store.channels
-    for j, u in enumerate(units):                                 # d_t, u_t, v_t (§3.4)
-        act = store.actions(u.op)
-        for s in range(S):
-            d_ch, u_ch = (("push", "pop") if S == 1 else
-                          (f"push_{store.pushes[s]}", f"pop_{store.pushes[s]}"))
-            add_ind(Wd, bd, s, j + 1, act[chan.index(d_ch)])
-            add_ind(Wu, bu, s, j + 1, act[chan.index(u_ch)])
-            y = u.push[s]
-            if y is None:
-                continue
-            add_ind(Wv, bv, s * m, j + 1, 2)
-            if y[0] == "c":
-                for k in range(mb):
-                    add_ind(Wv, bv, s * m + 1 + k, j + 1, 2 * int(sgn[y[1], k]))
-            else:
-                add_copy(Wv, bv, s * m + 1, j, y[:-1])
-                for k in range(mb - db):
-                    add_ind(Wv, bv, s * m + 1 + db + k, j + 1, 2 * int(vsgn[y[-1], k]))
-    w["push.weight"], w["push.bias"] = ew(Wd), ew(bd)
-    w["pop.weight"], w["pop.bias"] = ew(Wu), ew(bu)
-    w["value.weight"], w["value.bias"] = ew(Wv), ew(bv)
+    heads = b.store_heads(add_copy)
     info: dict[str, Any] = {}
-    if view.output == "accept":
-        Wo, bo = head(1)
-        bo[0] = -D
-        for j, u in enumerate(units):
-            if view.accepting[u.c2]:
-                add_ind(Wo, bo, 0, j + 1, 2)
-        if view.accepting[view.q0]:
-            add_ind(Wo, bo, 0, 0, 2)
-        Wy = np.array([[1]], dtype=np.int64)
-        by = np.zeros(1, dtype=np.int64)
-        O = 1
-    else:                                                         # o_t, then W_y o_t (§4.3)
-        od = data.out_datum
-        flags = [o for o in range(view.n_out) if od[o] < 0] + [view.n_out]   # + "none"
-        fpos = {o: k for k, o in enumerate(flags)}
-        ob = db if any(x >= 0 for x in od) else 0
-        O = ob + len(flags)
-        Wo, bo = head(O)
-        bo[ob:] = -D
-        add_ind(Wo, bo, ob + fpos[view.n_out], 0, 2)
-        for j, u in enumerate(units):
-            if u.out is None:
-                add_ind(Wo, bo, ob + fpos[view.n_out], j + 1, 2)
-            elif u.out[0] != "c":
-                add_copy(Wo, bo, 0, j, u.out)
-            elif od[u.out[1]] < 0:
-                add_ind(Wo, bo, ob + fpos[u.out[1]], j + 1, 2)
-            else:
-                for k in range(db):
-                    add_ind(Wo, bo, k, j + 1, 2 * int(dsgn[od[u.out[1]], k]))
-        Wy = np.zeros((view.n_out + 1, O), dtype=object)
-        Wy[:] = Fraction(0)
-        by = np.full(view.n_out + 1, Fraction(0), dtype=object)
-        for o in range(view.n_out):
-            if od[o] >= 0:
-                Wy[o, :ob] = [Fraction(int(x)) for x in dsgn[od[o]]]
-        for o in flags:
-            Wy[o, ob + fpos[o]] = Fraction(ob + 2, 2)
-            by[o] = Fraction(ob + 2, 2)
-        info["output_flags"] = len(flags)
-    w["out.weight"], w["out.bias"] = ew(Wo), ew(bo)
-    w["readout.weight"] = ExactWeight.of(Wy, scaled=False)
-    w["readout.bias"] = ExactWeight.of(by, scaled=False)
-    info.update(H=H, E=E, O=O, layout=lay, tests=tuple(tests), holders=tuple(map(tuple, holders)))
+    out, O = b.output_head(add_copy, info)
+    heads.update(out)
+    b.finish(w, heads)
+    info.update(H=b.H, E=E, O=O, layout=lay, tests=tuple(tests), holders=tuple(map(tuple, holders)))
     return w, info
 
 
