@@ -8,7 +8,8 @@ local process pool or on Ray (`sweep`); `write_report` turns a directory of reco
 Modules: `protocols` (the papers' settings; no torch), `data` (strings and per-prefix labels),
 `models` (compiled model and initialisations), `evaluation` (the papers' metrics, by length),
 `lm` (DuSell & Chiang's language-model protocol: the NS-RNN language model scored by
-cross-entropy difference against the task's PCFG), `run`, `plots`, `sweep`, `report`. Importing this package imports torch.
+cross-entropy difference against the task's PCFG), `training` (the training loop both
+protocols share), `run`, `plots`, `sweep`, `report`. Importing this package imports torch.
 """
 
 from pdanet.experiments.protocols import PROTOCOLS, Protocol, Size, papers, protocol

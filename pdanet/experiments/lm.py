@@ -50,6 +50,7 @@ from torch import nn
 
 from pdanet.errors import InputError
 from pdanet.experiments.protocols import Protocol, Size
+from pdanet.experiments.training import fit, to_device
 
 LM_MODELS = ("ns_lm", "ns_lm_exact")
 #: the paper's "near-optimal" band (§4 Results: within 0.05 nats of the lower bound)
@@ -248,10 +249,7 @@ def run_lm(p: Protocol, sz: Size, size: str, model: str, init: str, noise: float
     data, machine, _ = lm_datasets(p, sz, seed)
     torch.manual_seed(seed)
     learner, net = build_lm(machine, model, init, noise, seed)
-    try:
-        learner = learner.to(dev)
-    except (RuntimeError, AssertionError) as exc:
-        raise InputError(f"device {dev!r} cannot hold the model: {exc}") from None
+    learner = to_device(learner, dev, dev)
     config = {
         "paper": p.paper, "task": p.task, "model": model, "init": init, "noise": float(noise),
         "seed": seed, "size": size, "metric": p.metric, "optimiser": p.optimiser,
@@ -308,47 +306,23 @@ def run_lm(p: Protocol, sz: Size, size: str, model: str, init: str, noise: float
 def _train(model: nn.Module, p: Protocol, sz: Size, train: LMSet, seed: int, curve: list,
            score, progress: bool, label: str) -> None:
     """``epochs`` passes over shuffled mini-batches, loss = per-symbol cross-entropy of the
-    batch (§4's H), optimiser Adam or RMSProp, gradient norm clipped at ``p.clip``."""
-    from tqdm.auto import tqdm
-
+    batch (§4's H), optimiser Adam or RMSProp, gradient norm clipped at ``p.clip``
+    (`pdanet.experiments.training.fit`)."""
     gen = torch.Generator().manual_seed(seed)
-    params = [t for t in model.parameters() if t.requires_grad]
-    opt = (torch.optim.Adam(params, lr=sz.lr) if p.optimiser == "adam"
-           else torch.optim.RMSprop(params, lr=sz.lr))
-    batches = math.ceil(len(train) / sz.batch_size)
-    steps = examples = 0
-    bar = tqdm(total=sz.epochs * batches, desc=label, disable=not progress, leave=False,
-               unit="batch")
     dev = next(model.parameters()).device
-    try:
-        for epoch in range(1, sz.epochs + 1):
-            t0, total = time.perf_counter(), 0.0
-            model.train()
-            order = torch.randperm(len(train), generator=gen)
-            for b in range(batches):
-                idx = order[b * sz.batch_size:(b + 1) * sz.batch_size]
-                lengths = train.lengths[idx]
-                ids = train.ids[idx][:, :int(lengths.max())]
-                opt.zero_grad()
-                nll = string_nll(model(ids.to(dev)).cpu(), ids, lengths)
-                loss = nll.sum() / (lengths + 1).sum()
-                loss.backward()
-                if p.clip is not None:
-                    torch.nn.utils.clip_grad_norm_(params, p.clip)
-                opt.step()
-                steps += 1
-                examples += len(idx)
-                total += float(loss.detach())
-                bar.update(1)
-            valid, _ = score("valid")
-            test, _ = score("test")
-            curve.append({"epoch": epoch, "steps": steps, "examples": examples,
-                          "loss": total / max(1, batches), "valid": valid, "test": test,
-                          "seconds": time.perf_counter() - t0})
-            bar.set_postfix(loss=f"{total / max(1, batches):.3g}", valid=f"{valid:.3f}",
-                            test=f"{test:.3f}")
-    finally:
-        bar.close()
+
+    def batches():
+        order = torch.randperm(len(train), generator=gen)
+        return (order[b * sz.batch_size:(b + 1) * sz.batch_size] for b in range(per_epoch))
+
+    def batch_loss(idx: torch.Tensor) -> tuple[torch.Tensor, int]:
+        lengths = train.lengths[idx]
+        ids = train.ids[idx][:, :int(lengths.max())]
+        nll = string_nll(model(ids.to(dev)).cpu(), ids, lengths)
+        return nll.sum() / (lengths + 1).sum(), len(idx)
+
+    per_epoch = math.ceil(len(train) / sz.batch_size)
+    fit(model, p, sz, batches, per_epoch, batch_loss, curve, score, progress, label)
 
 
 __all__ = [

@@ -28,6 +28,15 @@ def _title(record: dict[str, Any]) -> str:
     return f"{c['paper']} {c['task']} · {c['model']} · {c['init']}{noise} · seed {c['seed']}"
 
 
+def _save(fig, ax, record: dict[str, Any], path: str | Path) -> Path:
+    """Title `ax` with the run (`_title`), lay `fig` out and write it to `path`."""
+    ax.set_title(_title(record), fontsize=8)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path)
+    return path
+
+
 def learning_curve(record: dict[str, Any], path: str | Path) -> Path:
     """Training loss and the metric on the validation (training lengths) and test (longer)
     strings against training examples seen."""
@@ -47,11 +56,7 @@ def learning_curve(record: dict[str, Any], path: str | Path) -> Path:
     lines = ax.get_legend_handles_labels()
     more = ax2.get_legend_handles_labels()
     ax.legend(lines[0] + more[0], lines[1] + more[1], fontsize=7, loc="center right")
-    ax.set_title(_title(record), fontsize=8)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path)
-    return path
+    return _save(fig, ax, record, path)
 
 
 def by_length(record: dict[str, Any], path: str | Path) -> Path:
@@ -74,11 +79,7 @@ def by_length(record: dict[str, Any], path: str | Path) -> Path:
     ax.set_ylabel(record["config"]["metric"])
     _ylim(ax, record)
     ax.legend(fontsize=7)
-    ax.set_title(_title(record), fontsize=8)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path)
-    return path
+    return _save(fig, ax, record, path)
 
 
 __all__ = ["by_length", "learning_curve"]

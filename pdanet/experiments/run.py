@@ -44,6 +44,7 @@ from pdanet.experiments import evaluation, plots
 from pdanet.experiments.data import datasets, machine_of, task_params
 from pdanet.experiments.models import build, compile_model
 from pdanet.experiments.protocols import INITS, SIZES, Protocol, protocol, with_size
+from pdanet.experiments.training import fit, to_device
 
 SCHEMA = 1
 THRESHOLD = 0.99
@@ -127,10 +128,7 @@ def run_experiment(paper: str, task: str | None = None, model: str | None = None
     net = compile_model(machine, model)
     torch.manual_seed(seed)
     learner = build(net, model, init, float(noise), seed)
-    try:
-        learner = learner.to(dev)
-    except (RuntimeError, AssertionError) as exc:
-        raise InputError(f"device {device!r} cannot hold the model: {exc}") from None
+    learner = to_device(learner, dev, device)
     params, sparams = task_params(p, sz)
     config = {
         "paper": p.paper, "task": p.task, "model": model, "init": init, "noise": float(noise),
@@ -186,50 +184,24 @@ def run_experiment(paper: str, task: str | None = None, model: str | None = None
 
 def _train(model, p: Protocol, sz, data, seed: int, curve: list, score, progress: bool,
            label: str) -> None:
-    from tqdm.auto import tqdm
-
+    """``epochs`` passes over shuffled mini-batches of the training set, loss `masked_loss` of
+    the batch's per-prefix labels (`pdanet.experiments.training.fit`)."""
     from pdanet.learning.train import masked_loss
 
     train = data["train"]
     gen = torch.Generator().manual_seed(seed)
     loader = DataLoader(train, batch_size=sz.batch_size, shuffle=True, generator=gen)
-    params = [t for t in model.parameters() if t.requires_grad]
-    opt = (torch.optim.Adam(params, lr=sz.lr) if p.optimiser == "adam"
-           else torch.optim.RMSprop(params, lr=sz.lr))
-    steps = examples = 0
-    bar = tqdm(total=sz.epochs * len(loader), desc=label, disable=not progress, leave=False,
-               unit="batch")
-    try:
-        for epoch in range(1, sz.epochs + 1):
-            t0, total, batches = time.perf_counter(), 0.0, 0
-            model.train()
-            dev = next(model.parameters()).device
-            for ids, targets in loader:
-                ids, targets = ids.to(dev), targets.to(dev)
-                opt.zero_grad()
-                out = model(ids)
-                logits = out[1] if isinstance(out, tuple) else out
-                if targets.is_floating_point():
-                    targets = targets.to(logits.dtype)
-                loss = masked_loss(logits, targets, train.kind)
-                loss.backward()
-                if p.clip is not None:
-                    torch.nn.utils.clip_grad_norm_(params, p.clip)
-                opt.step()
-                steps += 1
-                examples += len(ids)
-                total += float(loss.detach())
-                batches += 1
-                bar.update(1)
-            valid, _ = score("valid")
-            test, _ = score("test")
-            curve.append({"epoch": epoch, "steps": steps, "examples": examples,
-                          "loss": total / max(1, batches), "valid": valid, "test": test,
-                          "seconds": time.perf_counter() - t0})
-            bar.set_postfix(loss=f"{total / max(1, batches):.3g}", valid=f"{valid:.3f}",
-                            test=f"{test:.3f}")
-    finally:
-        bar.close()
+    dev = next(model.parameters()).device
+
+    def batch_loss(batch) -> tuple[torch.Tensor, int]:
+        ids, targets = batch[0].to(dev), batch[1].to(dev)
+        out = model(ids)
+        logits = out[1] if isinstance(out, tuple) else out
+        if targets.is_floating_point():
+            targets = targets.to(logits.dtype)
+        return masked_loss(logits, targets, train.kind), len(ids)
+
+    fit(model, p, sz, lambda: loader, len(loader), batch_loss, curve, score, progress, label)
 
 
 def _finite(x: Any) -> Any:

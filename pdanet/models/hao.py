@@ -198,8 +198,61 @@ class WindowStack:
         return torch.cat([hs, rs, self.stack.tail(hs)], 2)
 
 
+class _ExactRuns(nn.Module):
+    """The run plumbing of the stack RNNs here and in `pdanet.models.joulin_mikolov`: a subclass
+    defines ``_run(ids, keep, cells=None, ...)`` → (states, logits, trace), which raises
+    `NotExact` in a windowed run (``cells`` set) at the first step its discrete memory is not
+    provably the differentiable one, and ``width`` (the stack reading's size). The class
+    docstring says which conditions make its `forward_window` exact."""
+
+    @property
+    def reading_size(self) -> int:
+        return self.width
+
+    def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        states, logits, _ = self._run(ids, False)
+        return states, logits
+
+    def _exact(self, ids: torch.Tensor, *args: Any) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """``_run(ids, False, *args)``'s (states, logits), or None where it raises `NotExact`."""
+        try:
+            states, logits, _ = self._run(ids, False, *args)
+        except NotExact:
+            return None
+        return states, logits
+
+    def _control_window(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """`forward_window`'s result where the decoder reads the controller state alone
+        (``control_only``: set at compile for a DFA or Mealy machine), else None."""
+        return self.forward_window(ids) if getattr(self, "control_only", False) else None
+
+    @torch.no_grad()
+    def forward_window(self, ids: torch.Tensor, cells: int = 3
+                       ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """`forward` in O(1) per step with the stack kept as symbol ids, or None where that is
+        not provably exact. Returns (states (B, T+1, H + m + 1 + cells), logits): states[t] =
+        [h_t; r_t; n_t; the symbol ids of the top ``cells`` cells, top first, −1 below the
+        bottom]; logits as `forward`'s.
+
+        Why it is exact: it runs the same controller and heads as `forward` on the same inputs;
+        only the memory differs (`WindowStack`), which proves at every valid step the
+        conditions the class docstring names, under which the differentiable stack's step is
+        the discrete stack's. At the first step where that fails it returns None (only
+        `forward` then tells what the network does)."""
+        return self._exact(ids, cells)
+
+    @torch.no_grad()
+    def forward_decoded(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """What `pdanet.verify` runs: `forward`, or — where the compiled network's decoder reads
+        the controller state alone (``control_only``: set at compile for a DFA or Mealy machine)
+        — `forward_window`'s states and logits when it proves them exact: the same h_t and
+        logits in O(1) per step."""
+        out = self._control_window(ids)
+        return out if out is not None else self.forward(ids)
+
+
 # --- the module -----------------------------------------------------------------------------------
-class HaoStackRNN(nn.Module):
+class HaoStackRNN(_ExactRuns):
     """Hao et al. (2018) §2: a linear or LSTM controller driving a Grefenstette neural stack.
 
     Parameters (paper names): ``pop`` (W_u, b_u), ``push`` (W_d, b_d), ``value`` (W_v, b_v),
@@ -209,7 +262,13 @@ class HaoStackRNN(nn.Module):
 
     ``forward(ids (B, T), −1 padding)`` → (states (B, T+1, H + m + 1 + D), logits (B, T+1, O)):
     states[t] = [h_t; r_t; n_t; the n_t live cells' symbol ids, bottom first] (H = 0 for the
-    linear controller), logits[t] = y_t. Padding leaves a row's whole state unchanged."""
+    linear controller), logits[t] = y_t. Padding leaves a row's whole state unchanged.
+
+    Why `forward_window` is exact: `WindowStack` proves at every valid step that push d_t and
+    pop u_t are exactly 0 or 1, v_t is finite and, when pushed, exactly a symbol's code — then
+    the neural stack (Grefenstette et al. 2015, Eqs. 1–3) has 0/1 strengths, its step is
+    pop-then-push of one cell and its reading the top cell's code, which is what the discrete
+    stack returns."""
 
     def __init__(self, num_symbols: int, codes: np.ndarray, num_outputs: int,
                  controller: str = "lstm", hidden: int = 10):
@@ -235,51 +294,10 @@ class HaoStackRNN(nn.Module):
         self.store = NeuralStack()
         self.codes = SymbolCodes(codes)
 
-    @property
-    def reading_size(self) -> int:
-        return self.width
-
     def _heads(self) -> tuple[torch.Tensor, torch.Tensor]:
         W = torch.cat([self.push.weight, self.pop.weight, self.value.weight, self.out.weight])
         b = torch.cat([self.push.bias, self.pop.bias, self.value.bias, self.out.bias])
         return W, b
-
-    def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        states, logits, _ = self._run(ids, False)
-        return states, logits
-
-    @torch.no_grad()
-    def forward_window(self, ids: torch.Tensor, cells: int = 3
-                       ) -> tuple[torch.Tensor, torch.Tensor] | None:
-        """`forward` in O(1) per step with the stack kept as symbol ids, or None where that is
-        not provably exact. Returns (states (B, T+1, H + m + 1 + cells), logits): states[t] =
-        [h_t; r_t; n_t; the symbol ids of the top ``cells`` cells, top first, −1 below the
-        bottom]; logits as `forward`'s.
-
-        Why it is exact: it runs the same controller and heads as `forward` on the same inputs;
-        only the memory differs (`WindowStack`), which proves at every valid step that push d_t
-        and pop u_t are exactly 0 or 1, v_t is finite and, when pushed, exactly a symbol's code —
-        then the neural stack (Grefenstette et al. 2015, Eqs. 1–3) has 0/1 strengths, its step is
-        pop-then-push of one cell and its reading the top cell's code, which is what the discrete
-        stack returns. At the first step where that fails it returns None (only `forward` then
-        tells what the network does)."""
-        try:
-            states, logits, _ = self._run(ids, False, cells)
-        except NotExact:
-            return None
-        return states, logits
-
-    @torch.no_grad()
-    def forward_decoded(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """What `pdanet.verify` runs: `forward`, or — where the compiled network's decoder reads
-        the controller state alone (``control_only``: set at compile for a DFA or Mealy machine)
-        — `forward_window`'s states and logits when it proves them exact: the same h_t and
-        logits in O(1) per step."""
-        if getattr(self, "control_only", False):
-            out = self.forward_window(ids)
-            if out is not None:
-                return out
-        return self.forward(ids)
 
     @torch.no_grad()
     def trace_actions(self, ids: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -703,11 +721,7 @@ class HaoBufferedStackRNN(HaoStackRNN):
         as symbol ids (as `HaoStackRNN.forward_window`) and both buffers as discrete queues
         (see `forward_decoded`). states[t] = [h_t; r_t; n_t; the top ``cells`` symbol ids, top
         first, −1 below the bottom]; logits as `forward`'s."""
-        try:
-            states, logits, _ = self._run(ids, False, cells, True)
-        except NotExact:
-            return None
-        return states, logits
+        return self._exact(ids, cells, True)
 
     @torch.no_grad()
     def forward_decoded(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -723,15 +737,10 @@ class HaoBufferedStackRNN(HaoStackRNN):
         elsewhere. These conditions are checked on the values the heads compute. Where the
         decoder reads the controller state alone (``control_only``, a Mealy machine), the stack
         is kept as symbol ids too (`forward_window`)."""
-        if getattr(self, "control_only", False):
-            out = self.forward_window(ids)
-            if out is not None:
-                return out
-        try:
-            states, logits, _ = self._run(ids, False, None, True)
-        except NotExact:
-            return self.forward(ids)
-        return states, logits
+        out = self._control_window(ids)
+        if out is None:
+            out = self._exact(ids, None, True)
+        return out if out is not None else self.forward(ids)
 
     def _run(self, ids: Any, keep: bool, cells: int | None = None, discrete: bool = False):
         states, Y, S, trace = self._steps(ids, keep, cells, discrete)

@@ -66,13 +66,13 @@ from pdanet.constructions.realtime import store_codes
 from pdanet.constructions.stacks.protocol import SymbolCodes
 from pdanet.constructions.stacks.superposition import SuperpositionStack
 from pdanet.errors import InputError, PdanetError, UnboundedStackError
-from pdanet.models.hao import NotExact, PaperController, WindowStack, _ids, stack_view
+from pdanet.models.hao import PaperController, WindowStack, _ExactRuns, _ids, stack_view
 
 BETA = 2048
 MARGIN = Fraction(1, 2)
 
 
-class JoulinMikolovStackRNN(nn.Module):
+class JoulinMikolovStackRNN(_ExactRuns):
     """Joulin & Mikolov (2015) Stack-RNN (module docstring): sigmoid hidden layer ``U`` (input,
     as an embedding of the symbol ids), ``R`` (recurrent, with the hidden bias), ``P`` (the top
     stack cell), action head ``A`` (softmax over push, no-op, pop), pushed value ``D``
@@ -82,7 +82,13 @@ class JoulinMikolovStackRNN(nn.Module):
 
     ``forward(ids (B, T), −1 padding)`` → (states (B, T+1, H + m + 1 + D), logits (B, T+1, O)):
     states[t] = [h_t; r_t; n_t; the symbol ids of the n_t cells whose occupancy exceeds 1/2,
-    bottom first]. Padding leaves a row's whole state unchanged (no-op action)."""
+    bottom first]. Padding leaves a row's whole state unchanged (no-op action).
+
+    Why `forward_window` is exact: `pdanet.models.hao.WindowStack` proves at every valid step
+    that a_t is exactly one-hot over (push, no-op, pop), σ(D h_t) finite and, when pushed,
+    exactly a symbol's code, and that a stack of fixed ``depth`` drops no cell. Then the
+    superposition update (module docstring) is a discrete push, no-op or pop and s_t[0] is
+    exactly the new top's code (0 when empty), which is what the discrete stack reads."""
 
     def __init__(self, num_symbols: int, hidden: int, codes: np.ndarray, num_outputs: int,
                  depth: int | None = None):
@@ -101,47 +107,6 @@ class JoulinMikolovStackRNN(nn.Module):
         self.h0 = nn.Parameter(torch.zeros(hidden))
         self.store = SuperpositionStack(depth)
         self.codes = SymbolCodes(codes)
-
-    @property
-    def reading_size(self) -> int:
-        return self.width
-
-    def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        states, logits, _ = self._run(ids, False)
-        return states, logits
-
-    @torch.no_grad()
-    def forward_window(self, ids: torch.Tensor, cells: int = 3
-                       ) -> tuple[torch.Tensor, torch.Tensor] | None:
-        """`forward` in O(1) per step with the stack kept as symbol ids, or None where that is
-        not provably exact. Returns (states (B, T+1, H + m + 1 + cells), logits): states[t] =
-        [h_t; r_t; n_t; the symbol ids of the top ``cells`` cells, top first, −1 below the
-        bottom]; logits as `forward`'s.
-
-        Why it is exact: the same controller and heads run on the same inputs; only the memory
-        differs (`pdanet.models.hao.WindowStack`), which proves at every valid step that a_t is
-        exactly one-hot over (push, no-op, pop), σ(D h_t) finite and, when pushed, exactly a
-        symbol's code, and that a stack of fixed ``depth`` drops no cell. Then the superposition
-        update (module docstring) is a discrete push, no-op or pop and s_t[0] is exactly the new
-        top's code (0 when empty), which is what the discrete stack reads. At the first step
-        where that fails it returns None (only `forward` then tells what the network does)."""
-        try:
-            states, logits, _ = self._run(ids, False, cells)
-        except NotExact:
-            return None
-        return states, logits
-
-    @torch.no_grad()
-    def forward_decoded(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """What `pdanet.verify` runs: `forward`, or — where the compiled network's decoder reads
-        the controller state alone (``control_only``: set at compile for a DFA or Mealy machine)
-        — `forward_window`'s states and logits when it proves them exact: the same h_t and
-        logits in O(1) per step."""
-        if getattr(self, "control_only", False):
-            out = self.forward_window(ids)
-            if out is not None:
-                return out
-        return self.forward(ids)
 
     @torch.no_grad()
     def trace_actions(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

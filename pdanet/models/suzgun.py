@@ -390,6 +390,16 @@ def _temperature(tau: Any) -> float:
     return float(tau)
 
 
+def _check_compile_options(temperature: Any, gumbel: Any) -> None:
+    """The compilers' checks of ``temperature`` (τ, folded into W_a exactly) and ``gumbel``."""
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float, Fraction)) \
+            or not (math.isfinite(temperature) and temperature > 0):
+        raise InputError(f"temperature must be a finite number > 0 (it is folded into W_a "
+                         f"exactly), got {temperature!r}")
+    if not isinstance(gumbel, bool):
+        raise InputError(f"gumbel must be True or False, got {gumbel!r}")
+
+
 # --- the controller table ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SuzgunUnit:
@@ -798,6 +808,24 @@ def _weights(view: RealtimeTable, c0: int, modes: int, lay: _Layout, codes: np.n
 
 
 # --- decoding ------------------------------------------------------------------------------------
+def _unit_targets(lay: _Layout, c0: int, C: int) -> np.ndarray:
+    """(H, C) 0/1: row j marks the controller state c2 of hidden unit j (the start unit, when
+    the layout has one, marks c0)."""
+    target = np.zeros((lay.H, C), dtype=np.float32)
+    if lay.start:
+        target[0, c0] = 1
+    for j, u in enumerate(lay.units):
+        target[j + int(lay.start), u.c2] = 1
+    return target
+
+
+def _active_unit(states: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """The controller state of the one active (> 0) hidden unit of each step's states, as
+    marked in `target` (`_unit_targets`); −1 where no unit is active (dead)."""
+    hits = (states[..., :target.shape[0]] > 0).astype(np.float32) @ target
+    return np.where(hits.max(-1) > 0.5, hits.argmax(-1), -1)
+
+
 def _decoders(view: RealtimeTable, modes: int, c0: int, lay: _Layout, codes: np.ndarray):
     """(decode, window_decode): states → the machine's fields. The controller state is the one
     active unit's c2 (the start unit's: c0; none: dead, −1); the stack is the memory's read-back
@@ -805,18 +833,13 @@ def _decoders(view: RealtimeTable, modes: int, c0: int, lay: _Layout, codes: np.
     earlier (states[t − 1]: the latch holds it)."""
     G, H, m = view.G, lay.H, codes.shape[1]
     C = view.Q * modes
-    target = np.zeros((H, C), dtype=np.float32)
-    if lay.start:
-        target[0, c0] = 1
-    for j, u in enumerate(lay.units):
-        target[j + int(lay.start), u.c2] = 1
+    target = _unit_targets(lay, c0, C)
     lut = np.full(1 << m, -1, dtype=np.int64)
     lut[codes.astype(np.int64) @ (1 << np.arange(m - 1, -1, -1))] = np.arange(G + 1)
     pow2 = 1 << np.arange(m - 1, -1, -1)
 
     def control(states: np.ndarray):
-        hits = (states[..., :H] > 0).astype(np.float32) @ target
-        c = np.where(hits.max(-1) > 0.5, hits.argmax(-1), -1)
+        c = _active_unit(states, target)
         dead = c < 0
         mode = np.where(dead, -1, c % modes)
         held = np.where((mode > 0) & (mode <= G + 1), mode - 1, -1)
@@ -919,12 +942,7 @@ def _compile(machine, lstm: bool, dtype: torch.dtype, temperature: Any, gumbel: 
     view = _view(machine, model)
     if isinstance(view, PdanetError):
         raise view
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float, Fraction)) \
-            or not (math.isfinite(temperature) and temperature > 0):
-        raise InputError(f"temperature must be a finite number > 0 (it is folded into W_a "
-                         f"exactly), got {temperature!r}")
-    if not isinstance(gumbel, bool):
-        raise InputError(f"gumbel must be True or False, got {gumbel!r}")
+    _check_compile_options(temperature, gumbel)
     if depth is not None:
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
             raise InputError(f"depth must be a positive int or None, got {depth!r}")
@@ -1337,11 +1355,7 @@ def _ntm_decoder(t: _NTMTable, lay: _Layout, codes: np.ndarray, c0: int, rows: i
     held top."""
     G, H, w = t.G, lay.H, codes.shape[1]
     modes = G + 1 + int(memory)
-    target = np.zeros((H, t.Q * modes), dtype=np.float32)
-    if lay.start:
-        target[0, c0] = 1
-    for j, u in enumerate(lay.units):
-        target[j + int(lay.start), u.c2] = 1
+    target = _unit_targets(lay, c0, t.Q * modes)
     pow2 = 1 << np.arange(w - 1, -1, -1)
     lut = np.full(1 << w, -1, dtype=np.int32)
     lut[codes.astype(np.int64) @ pow2] = np.arange(G + 1)
@@ -1350,8 +1364,7 @@ def _ntm_decoder(t: _NTMTable, lay: _Layout, codes: np.ndarray, c0: int, rows: i
     def decode(states: np.ndarray) -> dict[str, np.ndarray]:
         states = np.asarray(states)
         B, T1 = states.shape[:2]
-        hits = (states[..., :H] > 0).astype(np.float32) @ target
-        c = np.where(hits.max(-1) > 0.5, hits.argmax(-1), -1)
+        c = _active_unit(states, target)
         dead = c < 0
         state = np.where(dead, -1, c // modes)
         if t.fields == "dfa":
@@ -1435,12 +1448,7 @@ def compile_suzgun_baby_ntm(machine, dtype: torch.dtype = torch.float32, tempera
     t = _ntm_table(machine)
     if isinstance(t, PdanetError):
         raise t
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float, Fraction)) \
-            or not (math.isfinite(temperature) and temperature > 0):
-        raise InputError(f"temperature must be a finite number > 0 (it is folded into W_a "
-                         f"exactly), got {temperature!r}")
-    if not isinstance(gumbel, bool):
-        raise InputError(f"gumbel must be True or False, got {gumbel!r}")
+    _check_compile_options(temperature, gumbel)
     if layout not in LAYOUTS:
         raise InputError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     can_memory = t.output == "symbol" or (t.output == "accept" and not t.empty_stack)
