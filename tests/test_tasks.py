@@ -283,3 +283,20 @@ def test_sequence_copy_is_a_queue_transducer_unless_bounded():
     assert T.apply(m, ("s0", "s1", "s0", "#", "#", "#")) is None  # longer than the bound
     with pytest.raises(InputError, match="too many states"):
         T.get("sequence_copy", vocab_size=128, max_length=3)
+
+
+def test_task_machines_do_not_depend_on_the_hash_seed():
+    """Every task's machine lists its states in the same order whatever PYTHONHASHSEED is (the
+    compiled units follow that order, so weights would otherwise change from run to run)."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import hashlib; from pdanet.automata import tasks as T\n"
+            "for n in T.names():\n"
+            "    m = T.get(n)\n"
+            "    print(n, hashlib.md5(repr(getattr(m, 'states', None)).encode()).hexdigest())")
+    outs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env={**os.environ, "PYTHONHASHSEED": seed}, timeout=300, check=True
+                           ).stdout for seed in ("1", "2")]
+    assert outs[0] and outs[0] == outs[1]

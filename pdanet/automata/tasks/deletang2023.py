@@ -131,7 +131,7 @@ def _expression_dpda(digits: tuple, ops: tuple, leaf: Callable[[str, bool], Hash
             if ends:
                 root = f"={index[v]}"
                 t[(q, "=", BOTTOM)] = (root, (BOTTOM,))
-                for tail in ends:
+                for tail in sorted(ends):         # a fixed state order
                     node = root
                     for k, a in enumerate(tail):
                         nxt = f"{root}:{''.join(tail[:k + 1])}"
