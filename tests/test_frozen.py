@@ -85,6 +85,15 @@ EXAMPLES["PFSA"] = (
 EXAMPLES["ProbabilisticDPDA"] = (marked_reversal, lambda: marked_reversal(Fraction(1, 3)))
 EXAMPLES["BoundedPDPDA"] = (lambda: marked_reversal().bounded(3, "renormalise"),
                             lambda: marked_reversal().bounded(3))
+
+
+def _pda_lm(task="marked_reversal"):
+    from pdanet.constructions.ns_lm import PDALanguageModel, dusell_lm_machine
+
+    return PDALanguageModel(dusell_lm_machine(task)[0])
+
+
+EXAMPLES["PDALanguageModel"] = (_pda_lm, lambda: _pda_lm("dyck"))
 for _name in TASKS:          # a class met only through a task: equality of two builds only
     EXAMPLES.setdefault(type(pn.tasks.get(_name)).__name__, (_task(_name), None))
 

@@ -213,6 +213,7 @@ def initialize(model: nn.Module, net: CompiledNetwork, noise: float = 0.0, scale
             raise InputError("a paper model is copied as compiled: scale, peak_noise and "
                              "readout_scale do not apply (give noise=ρ, relative to δ*)")
         return initialize_paper(model, net, noise, seed, tolerance)
+    if isinstance(getattr(net, "module", None), StackRNN):
         return _initialize_stack(model, net, noise, scale, seed, extra_std, isolate, peak_noise,
                                  tolerance, float(readout_scale))
     if readout_scale != 1:
