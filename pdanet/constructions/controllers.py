@@ -657,21 +657,31 @@ def _decoder(plan: _Plan, codes: np.ndarray, H: int, linear: bool):
             store[dead] = -1
             return {"state": state, "store": store, "size": np.where(dead, -1, n)}
         depth = np.where(dead, -1, n + (held >= 0))
-        D = max(int(depth.max(initial=0)) + 1, 1)
-        stack = np.full((B, T1, D), -1, dtype=np.int64)
-        stack[..., 0] = v.G
-        w = min(D - 1, contents.shape[2])
-        stack[..., 1:1 + w] = contents[..., :w]
-        b, t = np.nonzero(held >= 0)
-        pos = n[b, t] + 1
-        ok = pos < D
-        stack[b[ok], t[ok], pos[ok]] = held[b[ok], t[ok]]
-        stack[dead] = -1
-        top = np.where(dead, -1, np.take_along_axis(stack, np.maximum(depth, 0)[..., None],
-                                                    axis=2)[..., 0])
+        stack, top = held_stack(contents, n, held, depth, dead, v.G)
         return {"state": state, "stack": stack, "depth": depth, "top": top}
 
     return decode
+
+
+def held_stack(contents: np.ndarray, n: np.ndarray, held: np.ndarray, depth: np.ndarray,
+               dead: np.ndarray, bottom: int) -> tuple[np.ndarray, np.ndarray]:
+    """The decoded stacks (B, T+1, D) bottom first — ``bottom`` (⊥) in cell 0, the memory's
+    ``n`` cells of ``contents`` above it, then the symbol the controller holds (``held`` ≥ 0;
+    −1: none) — and their tops, −1 on dead rows; ``depth`` counts the symbols above ⊥."""
+    B, T1 = n.shape
+    D = max(int(depth.max(initial=0)) + 1, 1)
+    stack = np.full((B, T1, D), -1, dtype=np.int64)
+    stack[..., 0] = bottom
+    w = min(D - 1, contents.shape[2])
+    stack[..., 1:1 + w] = contents[..., :w]
+    b, t = np.nonzero(held >= 0)
+    pos = n[b, t] + 1
+    ok = pos < D
+    stack[b[ok], t[ok], pos[ok]] = held[b[ok], t[ok]]
+    stack[dead] = -1
+    top = np.where(dead, -1, np.take_along_axis(stack, np.maximum(depth, 0)[..., None],
+                                                axis=2)[..., 0])
+    return stack, top
 
 
 def _window_decoder(plan: _Plan, codes: np.ndarray, H: int, linear: bool):

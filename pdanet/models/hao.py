@@ -570,6 +570,22 @@ def stack_view(machine: Any, model: str, memory: str) -> RealtimeTable:
     return view
 
 
+def unit_controller(module: nn.Module, view: Any, plan: Any, codes: np.ndarray, H: int, *,
+                    model: str, cell: str, memory: str, code: str, active: Any
+                    ) -> PaperController:
+    """Attach what `pn.verify` needs to a compiled controller with one unit per acting
+    transition (the top cells for a pushdown machine's long strings; h_t alone for a DFA) and
+    return its abstraction: a start unit, then one unit per `plan` unit."""
+    if view.fields == "pushdown":          # long strings: verify compares the top cells only
+        module.window_decoder = _window_decoder(plan, codes, H, False)
+    module.control_only = view.fields == "dfa"      # the decoder reads h_t alone
+    units = tuple(ControllerUnit(u.c, u.a, u.R, u.c2) for u in plan.units)
+    return PaperController(
+        labels=("start",) + tuple(unit_label(u) for u in units), model=model, cell=cell,
+        memory=memory, store="stack", code=code, codes=codes, start=0, units=units,
+        active=active)
+
+
 def _view_and_plan(machine: Any, model: str):
     """The real-time table and controller plan for a Hao model (CompileError naming the model
     that can where this one cannot)."""
@@ -632,16 +648,16 @@ def _compile(machine: Any, controller: str, dtype: Any, code: str) -> CompiledNe
     module = HaoStackRNN(view.K, codes, n_out, controller, max(H, 1))
     module = load_exact(module, weights, BETA, dtype)
     linear = controller == "linear"
-    if view.fields == "pushdown":          # long strings: verify compares the top cells only
-        module.window_decoder = (_linear_decoder(plan, codes, window=True) if linear
-                                 else _window_decoder(plan, codes, H, False))
-    module.control_only = view.fields == "dfa"      # the decoder reads h_t alone
-    units = tuple(ControllerUnit(u.c, u.a, u.R, u.c2) for u in plan.units)
-    abstraction = PaperController(
-        labels=() if linear else ("start",) + tuple(unit_label(u) for u in units),
-        model=model, cell=controller, memory="grefenstette", store="stack", code=code,
-        codes=codes, start=None if linear else 0, units=() if linear else units,
-        active=1 if linear else TAU)
+    if linear:                             # one state: no units, decoded from the readings
+        if view.fields == "pushdown":
+            module.window_decoder = _linear_decoder(plan, codes, window=True)
+        module.control_only = view.fields == "dfa"
+        abstraction = PaperController(labels=(), model=model, cell=controller,
+                                      memory="grefenstette", store="stack", code=code,
+                                      codes=codes, start=None, units=(), active=1)
+    else:
+        abstraction = unit_controller(module, view, plan, codes, H, model=model, cell=controller,
+                                      memory="grefenstette", code=code, active=TAU)
     Qs, Ks, Gs = sp.symbols("Q K G")
     bound = sp.Integer(0) if linear else Qs * Ks * (Gs + 1) + 1
     info = {"model": model, "controller": controller, "memory": "grefenstette", "store": "stack",
@@ -888,14 +904,8 @@ def compile_hao_buffered(machine: Any, dtype: torch.dtype = torch.float32, code:
     weights["io.weight"] = ExactWeight.of(io)
     weights["io.bias"] = ExactWeight.of(np.array([-MARGIN_LSTM] * 2, dtype=object))
     module = load_exact(HaoBufferedStackRNN(view.K, codes, n_out, H), weights, BETA, dtype)
-    if view.fields == "pushdown":          # long strings: verify compares the top cells only
-        module.window_decoder = _window_decoder(plan, codes, H, False)
-    module.control_only = view.fields == "dfa"      # the decoder reads h_t alone
-    units = tuple(ControllerUnit(u.c, u.a, u.R, u.c2) for u in plan.units)
-    abstraction = PaperController(
-        labels=("start",) + tuple(unit_label(u) for u in units), model="hao_buffered",
-        cell="lstm", memory="grefenstette", store="stack", code=code, codes=codes, start=0,
-        units=units, active=TAU)
+    abstraction = unit_controller(module, view, plan, codes, H, model="hao_buffered",
+                                  cell="lstm", memory="grefenstette", code=code, active=TAU)
     Qs, Ks, Gs = sp.symbols("Q K G")
     info = {"model": "hao_buffered", "controller": "lstm", "memory": "grefenstette",
             "store": "stack", "buffers": "input (read-only), output (write-only)",

@@ -52,21 +52,18 @@ import torch
 from torch import nn
 
 from pdanet import limits
-from pdanet.constructions.abstraction import ControllerUnit
 from pdanet.constructions.base import CompiledNetwork, ExactWeight, as_dtype, load_exact
 from pdanet.constructions.controllers import (
     _decoder,
     _plan,
     _reader,
-    _window_decoder,
     assemble_states,
-    unit_label,
 )
 from pdanet.constructions.realtime import store_codes
 from pdanet.constructions.stacks.protocol import SymbolCodes
 from pdanet.constructions.stacks.superposition import SuperpositionStack
 from pdanet.errors import InputError, PdanetError, UnboundedStackError
-from pdanet.models.hao import PaperController, WindowStack, _ExactRuns, _ids, stack_view
+from pdanet.models.hao import WindowStack, _ExactRuns, _ids, stack_view, unit_controller
 
 BETA = 2048
 MARGIN = Fraction(1, 2)
@@ -262,14 +259,8 @@ def compile_joulin_mikolov_stack_rnn(machine: Any, dtype: torch.dtype = torch.fl
     weights, H = _weights(plan, codes)
     module = JoulinMikolovStackRNN(view.K, H, codes, n_out, depth)
     module = load_exact(module, weights, BETA, dtype)
-    if view.fields == "pushdown":          # long strings: verify compares the top cells only
-        module.window_decoder = _window_decoder(plan, codes, H, False)
-    module.control_only = view.fields == "dfa"      # the decoder reads h_t alone
-    units = tuple(ControllerUnit(u.c, u.a, u.R, u.c2) for u in plan.units)
-    abstraction = PaperController(
-        labels=("start",) + tuple(unit_label(u) for u in units), model="joulin_mikolov_stack_rnn",
-        cell="sigmoid", memory="joulin_mikolov", store="stack", code=code, codes=codes, start=0,
-        units=units, active=1)
+    abstraction = unit_controller(module, view, plan, codes, H, model="joulin_mikolov_stack_rnn",
+                                  cell="sigmoid", memory="joulin_mikolov", code=code, active=1)
     Qs, Ks, Gs = sp.symbols("Q K G")
     info = {"model": "joulin_mikolov_stack_rnn", "controller": "sigmoid", "memory": "joulin_mikolov",
             "store": "stack", "hidden_units": H, "depth": depth,

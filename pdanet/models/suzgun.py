@@ -127,7 +127,7 @@ from pdanet.automata.pda import PDA, BoundedPDA, DeterministicPushdown
 from pdanet.automata.store import StoreTransducer
 from pdanet.constructions.abstraction import Abstraction
 from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact
-from pdanet.constructions.controllers import SymbolStack, _reader, assemble_states
+from pdanet.constructions.controllers import SymbolStack, _reader, assemble_states, held_stack
 from pdanet.constructions.realtime import RealtimeTable, op_name, store_codes
 from pdanet.constructions.realtime import table as realtime_table
 from pdanet.constructions.stacks.protocol import SymbolCodes
@@ -867,18 +867,8 @@ def _decoders(view: RealtimeTable, modes: int, c0: int, lay: _Layout, codes: np.
             store[b[ok], t[ok], n[b, t][ok]] = held[b[ok], t[ok]]
             store[dead] = -1
             return {"state": state, "store": store, "size": depth}
-        D = max(int(depth.max(initial=0)) + 1, 1)
-        stack = np.full((B, T1, D), -1, dtype=np.int64)
-        stack[..., 0] = G
-        w = min(D - 1, contents.shape[2])
-        stack[..., 1:1 + w] = contents[..., :w]
-        b, t = np.nonzero((held >= 0) & (held != G))
-        pos = n[b, t] + 1
-        ok = pos < D
-        stack[b[ok], t[ok], pos[ok]] = held[b[ok], t[ok]]
-        stack[dead] = -1
-        top = np.where(dead, -1, np.take_along_axis(stack, np.maximum(depth, 0)[..., None],
-                                                    axis=2)[..., 0])
+        # a held ⊥ (G) is the bottom itself, not a symbol above it
+        stack, top = held_stack(contents, n, np.where(held == G, -1, held), depth, dead, G)
         return {"state": state, "stack": stack, "depth": depth, "top": top}
 
     def window(states: np.ndarray) -> dict[str, np.ndarray]:
