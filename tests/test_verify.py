@@ -19,6 +19,7 @@ import sympy as sp
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import realtime_dpda
 from torch import nn
 
 import pdanet as pn
@@ -674,3 +675,15 @@ def test_options_refuse_unknown_names_and_positional_settings():
         verify(machine, lookup_net(machine), max_len=3)
     with pytest.raises(InputError, match="VerifyOptions"):
         verify(machine, lookup_net(machine), 3)
+
+
+@settings(max_examples=40, deadline=None)
+@given(realtime_dpda(), st.integers(0, 2**16), st.integers(1, 30))
+def test_batched_pushdown_walks_equal_stepped_walks(m, seed, length):
+    """A real-time DPDA's own batched walk draws the same strings as stepping configurations."""
+    from pdanet.verify.strings import _stepped_walks
+
+    fast = random_walks(m, 7, length, np.random.default_rng(seed))
+    slow = _stepped_walks(m, 7, length, np.random.default_rng(seed))
+    np.testing.assert_array_equal(fast[0], slow[0])
+    np.testing.assert_array_equal(fast[1], slow[1])

@@ -839,13 +839,20 @@ class DeterministicPushdown(StateIndexed, Machine):
         return {"next": nxt, "glen": glen, "gsym": gsym, "olen": olen, "osym": osym, "L": L,
                 "W": W, "eps": k}
 
-    def _simulate(self, ids: np.ndarray, lengths: np.ndarray, window: int | None = None) -> dict:
+    def _simulate(self, ids: np.ndarray, lengths: np.ndarray, window: int | None = None,
+                  walk: np.random.Generator | None = None) -> dict:
         """Vectorised over the batch: the stack is an int array (B, capacity) with a top-index
         pointer per row; the loop runs over time and, within a time step, over ε-closure rounds
         (each round moves every row that still has an ε-move); a move costs O(1) per row.
         Returns per-time arrays. With ``window`` = w, the whole stack is not kept per step:
         ``stack_top`` (B, T+1, w) holds the codes of the top w cells, top first (-1 below the
-        bottom and once dead), so memory is O(B·T·w) however deep the stacks get."""
+        bottom and once dead), so memory is O(B·T·w) however deep the stacks get.
+
+        With ``walk`` (real-time machines only), the symbols are not read from ``ids`` but drawn:
+        at step t each active row picks uniformly among the symbols with a move from its (state,
+        top), writing it into ``ids`` (filled in place); a row with none ends there (its
+        ``lengths`` entry, changed in place, becomes t). The draws are those of
+        `pdanet.verify.strings.random_walks`, one ``walk.random((rows, |Σ|))`` per step."""
         tab = self._tables
         nxt, glen, gsym = tab["next"], tab["glen"], tab["gsym"]
         olen, osym = tab["olen"], tab["osym"]
@@ -958,6 +965,8 @@ class DeterministicPushdown(StateIndexed, Machine):
             emit[active] = -1
             ecount[active] = 0
             r = rows_all[active]
+            if walk is not None and r.size:
+                r = self._draw(walk, r, t, q, stack[r, h[r]], ids, lengths)
             if r.size:
                 apply(r, ids[r, t])
             closure(active)
@@ -982,6 +991,34 @@ class DeterministicPushdown(StateIndexed, Machine):
             stacks, np.maximum(depth, 0)[..., None], axis=2)[..., 0], -1)
         return {"state": state, "stack": stacks, "depth": depth, "top": top, "emitted": emits,
                 "emitted_count": np.stack(hist_ecount, axis=1)}
+
+    def _draw(self, rng: np.random.Generator, rows: np.ndarray, t: int, q: np.ndarray,
+              top: np.ndarray, ids: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        """One step of `_simulate`'s walk: each row's symbol drawn uniformly among those with a
+        move (written into ``ids[:, t]``); rows with none end at length t. The rows moving."""
+        k = len(self.alphabet)
+        alive = self._tables["next"][q[rows][:, None], np.arange(k)[None, :], top[:, None]] >= 0
+        keys = np.where(alive, rng.random((len(rows), k)), -1.0)
+        choice = keys.argmax(axis=1)
+        stuck = ~alive.any(axis=1)
+        lengths[rows[stuck]] = t
+        moved = ~stuck
+        ids[rows[moved], t] = choice[moved]
+        return rows[moved]
+
+    def random_walks(self, n: int, length: int, rng: np.random.Generator
+                     ) -> tuple[np.ndarray, np.ndarray] | None:
+        """n random walks of `length` symbols, each symbol uniform among those with a move from
+        the current configuration (the rule and the random draws of
+        `pdanet.verify.strings.random_walks`, so the same strings), in O(n·|Σ|) per step;
+        None for a machine with ε-moves (a move may die in its ε-closure: use the generic
+        walk). Returns (ids (n, length) padded with -1, lengths)."""
+        if not self.is_realtime:
+            return None
+        ids = np.full((n, length), -1, dtype=np.int64)
+        lengths = np.full(n, length, dtype=np.int64)
+        self._simulate(ids, lengths, window=1, walk=rng)
+        return ids, lengths
 
     @staticmethod
     def _stack_emitted(B: int, T: int, hist_emit: list, hist_ecount: list) -> np.ndarray:

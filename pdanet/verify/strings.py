@@ -265,7 +265,20 @@ def random_walks(machine: Machine, n: int, length: int, rng: np.random.Generator
                  ) -> tuple[np.ndarray, np.ndarray]:
     """n random live strings of `length` symbols: each step picks uniformly among the symbols
     whose extension is live. A walk that reaches a live configuration with no live extension stops
-    there (its length is then shorter). Returns (ids (n, length) padded with -1, lengths)."""
+    there (its length is then shorter). Returns (ids (n, length) padded with -1, lengths).
+    A machine with its own batched walk (``machine.random_walks``, e.g. a real-time DPDA: the
+    same rule and draws without stepping configuration objects) runs that one."""
+    fast = getattr(machine, "random_walks", None)
+    if callable(fast) and not _is_table_machine(machine):
+        got = fast(n, length, rng)
+        if got is not None:
+            return got
+    return _stepped_walks(machine, n, length, rng)
+
+
+def _stepped_walks(machine: Machine, n: int, length: int, rng: np.random.Generator
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """`random_walks` through the machine's `stepper` (any machine)."""
     st = stepper(machine, replay=False)
     k = len(machine.alphabet)
     ids = np.full((n, length), -1, dtype=np.int64)
