@@ -687,3 +687,21 @@ def test_batched_pushdown_walks_equal_stepped_walks(m, seed, length):
     slow = _stepped_walks(m, 7, length, np.random.default_rng(seed))
     np.testing.assert_array_equal(fast[0], slow[0])
     np.testing.assert_array_equal(fast[1], slow[1])
+
+
+def test_long_strings_of_a_finite_state_task_run_to_full_length():
+    """cycle_navigation ends at its query symbol: uniform walks stop after a few symbols, long
+    strings keep to states with live strings of every length until the last step."""
+    from pdanet.verify.strings import unbounded_states
+
+    m = pn.tasks.get("cycle_navigation")
+    _, short = random_walks(m, 50, 300, np.random.default_rng(0))
+    ids, lengths = long_strings(m, 50, 300, rng=0)
+    assert short.mean() < 50 and (lengths == 300).all()
+    far = unbounded_states(m)
+    assert far.any() and not far[~m.live_mask].any()
+    for row in ids[:5]:  # every prefix before the last symbol is in an unbounded state
+        q = m.state_index(m.start)
+        for a in row[:-1]:
+            q = m.table[q, a]
+            assert far[q]

@@ -261,11 +261,16 @@ def length_range(length: int | tuple[int, int]) -> tuple[int, int]:
     return lo, hi
 
 
-def random_walks(machine: Machine, n: int, length: int, rng: np.random.Generator
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def random_walks(machine: Machine, n: int, length: int, rng: np.random.Generator,
+                 extendable: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """n random live strings of `length` symbols: each step picks uniformly among the symbols
     whose extension is live. A walk that reaches a live configuration with no live extension stops
     there (its length is then shorter). Returns (ids (n, length) padded with -1, lengths).
+
+    With ``extendable`` (long strings), a finite-state machine's walk picks, before its last
+    step, only among the symbols into states from which live walks of every length start
+    (`unbounded_states`) whenever there is one, so it runs to `length` wherever the machine has
+    arbitrarily long live strings through that state; the last symbol is any live one.
     A machine with its own batched walk (``machine.random_walks``, e.g. a real-time DPDA: the
     same rule and draws without stepping configuration objects) runs that one."""
     fast = getattr(machine, "random_walks", None)
@@ -273,11 +278,24 @@ def random_walks(machine: Machine, n: int, length: int, rng: np.random.Generator
         got = fast(n, length, rng)
         if got is not None:
             return got
-    return _stepped_walks(machine, n, length, rng)
+    return _stepped_walks(machine, n, length, rng, extendable)
 
 
-def _stepped_walks(machine: Machine, n: int, length: int, rng: np.random.Generator
-                   ) -> tuple[np.ndarray, np.ndarray]:
+def unbounded_states(machine: Machine) -> np.ndarray:
+    """(n_states,) bool for a table machine (`TableStepper`): the live states from which live
+    walks of every length start — those that reach a cycle through live states (the live states
+    left after repeatedly removing those with no successor left)."""
+    table, keep = machine.table, machine.live_mask.copy()
+    while True:
+        succ = np.where(table >= 0, keep[np.maximum(table, 0)], False).any(axis=1)
+        new = keep & succ
+        if (new == keep).all():
+            return keep
+        keep = new
+
+
+def _stepped_walks(machine: Machine, n: int, length: int, rng: np.random.Generator,
+                   extendable: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """`random_walks` through the machine's `stepper` (any machine)."""
     st = stepper(machine, replay=False)
     k = len(machine.alphabet)
@@ -287,12 +305,16 @@ def _stepped_walks(machine: Machine, n: int, length: int, rng: np.random.Generat
     going = ~st.dead(states)
     lengths[~going] = 0
     syms_all = np.arange(k, dtype=np.int64)
+    far = unbounded_states(machine) if extendable and isinstance(st, TableStepper) else None
     for t in range(length):
         rows = np.flatnonzero(going)
         if len(rows) == 0:
             break
         cand = st.step(st.take(states, np.repeat(rows, k)), np.tile(syms_all, len(rows)))
         alive = ~st.dead(cand).reshape(len(rows), k)
+        if far is not None and t < length - 1:
+            onward = alive & far[np.maximum(cand, 0)].reshape(len(rows), k)
+            alive = np.where(onward.any(axis=1, keepdims=True), onward, alive)
         keys = np.where(alive, rng.random((len(rows), k)), -1.0)
         choice = keys.argmax(axis=1)
         stuck = ~alive.any(axis=1)
@@ -344,11 +366,13 @@ def long_strings(machine: Machine, n: int, length: int,
                  rng: np.random.Generator | int | None = None, busy: float = 0.7
                  ) -> tuple[np.ndarray, np.ndarray]:
     """n live strings of `length` symbols that keep the stack busy: the machine's
-    ``sample(n, length, rng, busy=busy)`` when it has one, otherwise random live walks."""
+    ``sample(n, length, rng, busy=busy)`` when it has one, otherwise random live walks (which,
+    on a finite-state machine, keep to states with live strings of every length until the last
+    step: ``random_walks(..., extendable=True)``)."""
     rng = np.random.default_rng(rng)
     if callable(getattr(machine, "sample", None)):
         return _from_sampler(machine, n, length, rng, busy=busy)
-    return random_walks(machine, n, length, rng)
+    return random_walks(machine, n, length, rng, extendable=True)
 
 
 def encode_strings(machine: Machine, strings: Sequence | np.ndarray
