@@ -204,8 +204,6 @@ def seed_row(task: str, model: str, target: str, exhaustive: tuple[int, np.ndarr
 
 
 def seed_main(args: argparse.Namespace) -> None:
-    from pdanet.verify.strings import task_long_strings
-
     pairs = [p for p in seed_pairs() if (not args.models or p[1] in args.models)
              and (not args.tasks or p[0] in args.tasks)]
     print(f"{'model':<26}{'task':<28}{'units':>6}{'params':>10}{'n':>4}{'prefixes':>9}"
@@ -216,8 +214,8 @@ def seed_main(args: argparse.Namespace) -> None:
         t0 = time.perf_counter()
         exhaustive = exhaustive_prefixes(m, args.max_prefixes)
         t1 = time.perf_counter()
-        long_ids, _ = task_long_strings(task, args.long_samples, args.long_length,
-                                        np.random.default_rng(0))
+        long_ids, _ = pn.tasks.long_strings(task, args.long_samples, args.long_length,
+                                            np.random.default_rng(0))
         t2 = time.perf_counter()
         print(f"# {task}: {len(exhaustive[1]):,} live prefixes of length ≤ {exhaustive[0]} "
               f"({t1 - t0:.1f} s), {len(long_ids):,} long strings ({t2 - t1:.1f} s)", flush=True)

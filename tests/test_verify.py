@@ -711,10 +711,8 @@ def test_long_strings_of_a_finite_state_task_run_to_full_length():
 def test_task_long_strings_are_long_and_live(task):
     """Marked reversal's random walks die after a few symbols (the marker comes early): the
     task's sampler gives strings of the largest length ≤ 301 its language has."""
-    from pdanet.verify.strings import task_long_strings
-
     m = pn.tasks.get(task)
-    ids, lengths = task_long_strings(task, 12, 301, rng=3)
+    ids, lengths = pn.tasks.long_strings(task, 12, 301, rng=3)
     assert (lengths >= 293).all() and ids.shape[0] == 12
     for row, n in zip(ids, lengths):
         assert not m.is_dead(m.run(m.alphabet.decode(row[:n])))

@@ -375,32 +375,6 @@ def long_strings(machine: Machine, n: int, length: int,
     return random_walks(machine, n, length, rng, extendable=True)
 
 
-def task_long_strings(task: str, n: int, length: int,
-                      rng: np.random.Generator | int | None = None, slack: int = 8,
-                      **params) -> tuple[np.ndarray, np.ndarray]:
-    """n long strings for the machine of `pdanet.tasks` task `task` (built with ``params``):
-    `long_strings` when its walks reach `length` (nine rows in ten or more), otherwise the
-    task's own sampler (members of its language, so live) at the largest length in
-    [length − slack, length] that the language has — random walks through a machine such as
-    marked reversal's die after a few symbols (the marker comes early), its sampler's strings
-    do not. Returns (ids padded with -1, lengths)."""
-    from pdanet.automata import tasks
-
-    rng = np.random.default_rng(rng)
-    machine = tasks.get(task, **params)
-    ids, lengths = long_strings(machine, n, length, rng)
-    if (lengths >= length).mean() >= 0.9:
-        return ids, lengths
-    for size in range(length, max(length - slack, 1) - 1, -1):
-        try:
-            strings = tasks.sample(task, n, size, rng, **params)
-        except InputError:                       # the language has no string of this length
-            continue
-        return encode_strings(machine, strings)
-    raise InputError(f"task {task!r}: random walks stop early and its sampler has no string of "
-                     f"length {max(length - slack, 1)}..{length}; pass another length")
-
-
 def encode_strings(machine: Machine, strings: Sequence | np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray]:
     """Explicit strings as (ids, lengths); InputError naming any symbol outside the alphabet.
@@ -438,6 +412,5 @@ __all__ = [
     "random_live_strings",
     "random_walks",
     "stepper",
-    "task_long_strings",
     "unbounded_states",
 ]

@@ -104,7 +104,16 @@ from pdanet.automata.tasks.probability import (
     inside,
     log_probability_given_length,
 )
-from pdanet.automata.tasks.registry import TASKS, get, grammar, names, reference, sample, task
+from pdanet.automata.tasks.registry import (
+    TASKS,
+    get,
+    grammar,
+    long_strings,
+    names,
+    reference,
+    sample,
+    task,
+)
 from pdanet.automata.tasks.suzgun2019 import (
     dyck_grammar,
     dyck_machine,
@@ -177,6 +186,7 @@ __all__ = [
     "hardest_cfl_reference",
     "inside",
     "log_probability_given_length",
+    "long_strings",
     "marked_reversal_grammar",
     "marked_reversal_machine",
     "marked_reversal_reference",

@@ -8,6 +8,8 @@ import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import numpy as np
+
 from pdanet.automata.base import Machine
 from pdanet.automata.grammar import CFG
 from pdanet.automata.tasks import butoi2024 as butoi
@@ -223,6 +225,32 @@ def sample(name: str, n: int, lengths: int | Iterable[int], rng: Any = None, **p
     return task(name).sampler(n, lengths, rng, **params)
 
 
+def long_strings(name: str, n: int, length: int, rng: Any = None, slack: int = 8,
+                 **params) -> tuple[np.ndarray, np.ndarray]:
+    """n long strings for the machine of task `name` (built with ``params``), as (ids padded
+    with -1, lengths): `pdanet.verify.long_strings` when its walks reach `length` (nine rows in
+    ten or more), otherwise the task's own sampler (members of its language, so live) at the
+    largest length in [length − slack, length] that the language has — random walks through a
+    machine such as marked reversal's die after a few symbols (the marker comes early), its
+    sampler's strings do not."""
+    from pdanet.verify.strings import encode_strings
+    from pdanet.verify.strings import long_strings as walks
+
+    rng = np.random.default_rng(rng)
+    machine = get(name, **params)
+    ids, lengths = walks(machine, n, length, rng)
+    if (lengths >= length).mean() >= 0.9:
+        return ids, lengths
+    for size in range(length, max(length - slack, 1) - 1, -1):
+        try:
+            strings = sample(name, n, size, rng, **params)
+        except InputError:                       # the language has no string of this length
+            continue
+        return encode_strings(machine, strings)
+    raise InputError(f"task {name!r}: random walks stop early and its sampler has no string of "
+                     f"length {max(length - slack, 1)}..{length}; pass another length")
+
+
 def reference(name: str, **params) -> Callable[[Any], Any]:
     """The independent reference function of task `name` (see `pdanet.automata.tasks`)."""
     t = task(name)
@@ -237,4 +265,4 @@ def grammar(name: str, **params) -> CFG:
     return t.grammar(**params)
 
 
-__all__ = ["TASKS", "get", "grammar", "names", "reference", "sample", "task"]
+__all__ = ["TASKS", "get", "grammar", "long_strings", "names", "reference", "sample", "task"]
