@@ -4,7 +4,9 @@ Every position's prediction is discretised as in `pdanet.learning.metrics` (a ne
 logit > 0, an accept logit > 0, the argmax symbol class). The *scored* positions of a string are
 its non-padding positions, restricted by the protocol's mask: ``"after_blank"`` keeps only the
 positions after a blank ``#`` is read — the target side of the delayed-output form (Hao et al.
-2018 §5 score only the reversed half; Grefenstette et al. 2015 §4.3 score the target sequence).
+2018 §5 score only the reversed half). In Grefenstette et al. (2015)'s own protocol form
+(``target="grefenstette"``, `pdanet.experiments.data`) the targets are −1 off the target side,
+so with no mask exactly the target symbols and ``</s>`` are scored, as §4.3 does.
 
 Metrics of a set of strings:
 

@@ -55,6 +55,7 @@ from pdanet.automata.alphabet import Alphabet
 from pdanet.automata.base import Machine
 from pdanet.automata.bounded import DyckKM
 from pdanet.automata.tasks import registry as tasks
+from pdanet.automata.tasks.grefenstette2015 import EOS, SEPARATOR, SOS  # §4
 from pdanet.automata.tasks.sampling import draw_lengths
 from pdanet.automata.tasks.task import END, Task
 from pdanet.errors import InputError
@@ -62,7 +63,6 @@ from pdanet.errors import InputError
 KINDS = ("next_set", "symbol", "accept")
 TARGETS = KINDS + ("next_symbol",)
 PROTOCOLS = ("grefenstette",)
-SOS, SEPARATOR, EOS = "<s>", "|||", "</s>"  # Grefenstette et al. (2015) §4
 AGREEMENT_AUXILIARIES = ("has", "have")
 
 

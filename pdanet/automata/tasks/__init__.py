@@ -61,12 +61,15 @@ from pdanet.automata.tasks.dusell2021 import (
 )
 from pdanet.automata.tasks.folklore import modular_counter_machine, parity_machine
 from pdanet.automata.tasks.grefenstette2015 import (
+    PROTOCOL_STORES,
     bigram_flip_machine,
     bigram_flip_reference,
     bigram_flip_sampler,
     gender_grammar,
     gender_machine,
     gender_target,
+    protocol_form,
+    protocol_machine,
     sequence_copy_machine,
     sequence_copy_reference,
     sequence_reversal_machine,
@@ -146,6 +149,7 @@ __all__ = [
     "HARDEST_ALPHABET",
     "HARDEST_ALPHABET_NO_DOLLAR",
     "PAPERS",
+    "PROTOCOL_STORES",
     "TASKS",
     "Task",
     "WeightedCFG",
@@ -199,6 +203,8 @@ __all__ = [
     "parenthesis_prediction_machine",
     "parenthesis_prediction_reference",
     "parity_machine",
+    "protocol_form",
+    "protocol_machine",
     "reference",
     "reversal_eps_machine",
     "reversal_eps_reference",

@@ -7,7 +7,10 @@ The paper's own protocol (§4) presents each (source, target) pair as ``<s> sour
 lengths uniform over `lengths` — the paper's are `TRAIN_LENGTHS` for training and
 `TEST_LENGTHS` for testing — with a vocabulary of 128 symbols, ``vocab_size=128``, the
 default), and `pdanet.learning.data.dataset(name, …, protocol="grefenstette")` builds the
-sequences."""
+sequences. `protocol_machine` is the real-time transducer of that form for copying, reversal,
+bigram flipping (a queue, a stack, a queue) and the two ITG tasks (a queue): it reads ``<s> source ||| target`` and
+emits the next target symbol after ``|||`` and after each target symbol, ``</s>`` last — the
+targets of the paper's protocol — and compiles to the paper's models (``grefenstette_lstm``)."""
 
 from __future__ import annotations
 
@@ -18,8 +21,10 @@ from typing import Any
 import numpy as np
 
 from pdanet.automata import store as store_machines
+from pdanet.automata.alphabet import BOTTOM
 from pdanet.automata.dfa import DFA
 from pdanet.automata.grammar import PCFG
+from pdanet.automata.store import StoreTransducer
 from pdanet.automata.tasks.hao2018 import delayed_output, reversal_machine, reversal_sampler
 from pdanet.automata.tasks.sampling import _table, check_rng, draw_lengths, vocabulary
 from pdanet.automata.tasks.task import BLANK
@@ -240,6 +245,172 @@ def bigram_flip_sampler(n, lengths, rng=None, vocab_size: int = 128, store: str 
             raise InputError(f"strings w # with |w| even have odd length; {L} is even")
         out.append(tuple(vocab[i] for i in rng.integers(0, len(vocab), size=L - 1)) + (BLANK,))
     return out
+
+
+# --- §4: the paper's protocol form <s> source ||| target </s> --------------------------------
+SOS, SEPARATOR, EOS = "<s>", "|||", "</s>"  # §4's start, separator and end symbols
+
+#: the store of each task's protocol transducer (§5, Fig. 2a: the Queue-LSTM solves copying, the
+#: Stack-LSTM reversal, the Queue- and DeQue-LSTMs bigram flipping), and the stores it takes
+PROTOCOL_STORES = {"sequence_copy": ("queue", ("queue", "deque")),
+                   "sequence_reversal": ("stack", ("stack", "deque")),
+                   "bigram_flip": ("queue", ("queue", "deque")),
+                   "svo_sov": ("queue", ("queue",)),
+                   "gender_conjugation": ("queue", ("queue",))}
+# (push, pop, look end) of each store used as a queue (copy, bigram flip) or as a stack (reversal)
+_STORE_OPS = {("queue", "fifo"): ("push", "pop", "bottom"),
+              ("deque", "fifo"): ("push_top", "pop_bottom", "bottom"),
+              ("stack", "lifo"): ("push", "pop", "top"),
+              ("deque", "lifo"): ("push_top", "pop_top", "top")}
+
+
+def protocol_machine(task: str, vocab_size: int | None = None, store: str | None = None):
+    """The real-time transducer of a §4.1 or §4.2 task in the paper's protocol form (Grefenstette
+    et al. 2015 §4). For the §4.1 tasks (vocabulary s0 … s{V-1}, ``vocab_size`` 128 unless
+    given) it reads the teacher-forced joint input ``<s> a1 … an ||| b1 … bm`` — the input
+    alphabet is ``(<s>, |||) + V`` (V = s0 … s{V-1}, source and target vocabulary alike, in the
+    order of `pdanet.learning.data.pair_dataset`'s inputs) — and emits nothing on ``<s>`` and the
+    source, then on ``|||`` and on each target symbol the NEXT symbol of the target side
+    f(a1 … an) ``</s>`` (output alphabet ``V + (</s>,)``, `pair_dataset`'s classes in order). So
+    its output after ``|||`` and after bi is the paper's prediction target there (§4.3: greedy
+    decoding of the symbol that follows).
+
+    Teacher-forced symbols: the machine ignores *which* target symbol it is fed (any symbol of
+    V); it checks the joint input's shape only — one ``<s>`` first, a source over V, one
+    ``|||``, then exactly |f(w)| = n target symbols (a further symbol blocks), and for bigram
+    flipping an even n (``|||`` after an odd source blocks). Its outputs therefore depend on the
+    source and the position only, and are the same under teacher forcing (§4.4's training, the
+    gold previous symbol fed) and under greedy decoding (§4.3's testing, the model's own previous
+    prediction fed) up to the first error; checking that bi is the gold symbol would need the
+    last output held in the finite control (|V| states). Domain (``accepting``): the complete
+    joint inputs, after which ``</s>`` has been emitted.
+
+    The store is the paper's (`PROTOCOL_STORES`; §5's table): a queue for copying (enqueue the
+    source, then dequeue one symbol per step), a stack for reversal (push the source, then pop
+    one per step), a queue for bigram flipping (the source enters one symbol late, x_{2i} before
+    x_{2i−1}, the odd symbol held in the state ``("hold", x)`` and then owed, ``("owe", x)``;
+    ``|||`` dequeues a2 and enqueues the owed x_{n−1} in one move). ``store="deque"`` gives the
+    DeQue-LSTM's machine instead (the deque used as a queue for copying and bigram flipping, as
+    a stack for reversal; for bigram flipping, with no one-step dequeue-and-enqueue, x_{n−1}
+    stays owed, ``("target", x)``, until the store is empty). No store does bigram flipping
+    without a symbol held in the finite control: one store operation per step cannot put
+    x_{2i} before x_{2i−1}. A `pdanet.automata.store.StoreTransducer`: it compiles with
+    ``pn.compile(m, target="stack_rnn", model="grefenstette_lstm")`` (or ``_rnn``) — copying
+    and reversal with 21 hidden units at |V| = 128; bigram flipping only at small vocabularies
+    (its teacher-forced target symbols defeat the register factoring: 418 units at |V| = 8).
+
+    The §4.2 ITG tasks (``vocab_size`` `ITG_VOCAB` unless given) are real-time with a queue too:
+    their inputs are ``(<s>, |||)`` + the source words + the target words and their outputs the
+    target words + ``</s>`` (`svo_sov_alphabets`, `gender_alphabets`). SVO → SOV enqueues every
+    source word but the main verb, which the finite control holds (with its place in the
+    grammar) until the queue is empty, then emits it translated; genderless → gendered enqueues
+    each word translated one step late (an article once its noun, and so its gender, is read),
+    the last word paid with ``|||``'s dequeue (a replace). Both check the source against the
+    grammar (`svo_sov_grammar`, `gender_grammar`): ``|||`` after a source outside it blocks.
+    They compile at `ITG_VOCAB` with 68 (SVO) and 114 hidden units; at vocab_size=128 with 2,202
+    and 3,858 (minutes: the held verb or word multiplies the states)."""
+    if task not in PROTOCOL_STORES:
+        raise InputError(f"no protocol-form transducer for task {task!r}; tasks that have one: "
+                         f"{', '.join(PROTOCOL_STORES)}")
+    default, allowed = PROTOCOL_STORES[task]
+    store = default if store is None else store
+    if store not in allowed:
+        raise InputError(f"{task} in protocol form takes a store in {allowed}, not {store!r}")
+    if task in ("svo_sov", "gender_conjugation"):
+        vocab_size = ITG_VOCAB if vocab_size is None else vocab_size
+        return (_svo_protocol if task == "svo_sov" else _gender_protocol)(vocab_size)
+    V = vocabulary(128 if vocab_size is None else vocab_size)
+    for x in (SOS, SEPARATOR, EOS):
+        if x in V:
+            raise InputError(f"{x!r} is a protocol symbol; the vocabulary must not use it")
+    push, pop, end = _STORE_OPS[(store, "lifo" if task == "sequence_reversal" else "fifo")]
+    if task == "bigram_flip":
+        states, t = _flip_protocol(V, store, push, pop)
+    else:
+        states, t = ("start", "source", "target", "done"), {}
+        t[("start", SOS, BOTTOM)] = ("source", None, "noop")
+        for X in V + (BOTTOM,):
+            for x in V:
+                t[("source", x, X)] = ("source", None, (push, x))
+        _separator(t, "source", "target", V, pop)
+        _target_side(t, "target", V, pop)
+    reads = {q: end for q in states} if store == "deque" else None
+    return StoreTransducer(store, states, (SOS, SEPARATOR) + V, V + (EOS,), V, t, "start",
+                           accepting=("done",), reads=reads, name=f"{task}_protocol_{store}")
+
+
+def _separator(t: dict, last_source, target, V: tuple, op) -> None:
+    """On ``|||`` from `last_source`: emit the symbol the store yields, apply `op` (the pop, or a
+    queue's replace) and go to `target`; on an empty store emit ``</s>`` and stop."""
+    for X in V:
+        t[(last_source, SEPARATOR, X)] = (target, X, op)
+    t[(last_source, SEPARATOR, BOTTOM)] = ("done", EOS, "noop")
+
+
+def _target_side(t: dict, target, V: tuple, pop: str, owed=None) -> None:
+    """In `target` on each target symbol (whichever it is): emit the symbol the store yields and
+    remove it; on an empty store emit the owed symbol (``owed``; then ``"last"``) or ``</s>``
+    and stop in ``"done"``."""
+    for y in V:
+        for X in V:
+            t[(target, y, X)] = (target, X, pop)
+        t[(target, y, BOTTOM)] = ("done", EOS, "noop") if owed is None else \
+            ("last", owed, "noop")
+
+
+def _flip_protocol(V: tuple, store: str, push: str, pop: str) -> tuple[tuple, dict]:
+    """Bigram flipping's protocol transducer (see `protocol_machine`): a store used as a queue,
+    lagging one symbol, the odd symbol x_{2i−1} held (``("hold", x)``) then owed
+    (``("owe", x)``). On ``|||`` a queue dequeues a2 and enqueues the owed x_{n−1} in one move
+    (``replace``); a deque has no such move, so it only dequeues and keeps x_{n−1} owed
+    (``("target", x)``) until the store is empty, then emits it (``"last"``)."""
+    states = ("start", "even", "target", "last", "done") + tuple(
+        (tag, x) for tag in ("hold", "owe") + (("target",) if store == "deque" else ())
+        for x in V)
+    t: dict = {("start", SOS, BOTTOM): ("even", None, "noop"),
+               ("even", SEPARATOR, BOTTOM): ("done", EOS, "noop")}   # the empty source
+    for y in V:
+        t[("last", y, BOTTOM)] = ("done", EOS, "noop")
+    for x in V:
+        t[("even", x, BOTTOM)] = (("hold", x), None, "noop")         # a1
+        for X in V + (BOTTOM,):
+            for y in V:
+                t[(("hold", x), y, X)] = (("owe", x), None, (push, y))   # x_{2i}, owe x_{2i-1}
+                t[(("owe", x), y, X)] = (("hold", y), None, (push, x))   # pay x_{2i-1}, hold y
+    if store == "queue":
+        for x in V:                    # the store holds x2 at least: ||| never finds it empty
+            for X in V:
+                t[(("owe", x), SEPARATOR, X)] = ("target", X, ("replace", x))
+        _target_side(t, "target", V, pop)
+    else:
+        for x in V:
+            for X in V:
+                t[(("owe", x), SEPARATOR, X)] = (("target", x), X, pop)
+            _target_side(t, ("target", x), V, pop, owed=x)
+    return states, t
+
+
+def protocol_form(task: str, source: Sequence, vocab_size: int | None = None
+                  ) -> tuple[tuple, tuple]:
+    """The joint input ``<s> source ||| f(source)`` of a task of `protocol_machine` (teacher
+    forcing) and its per-step targets: None for each step on ``<s>`` and the source, then the
+    target side f(source) ``</s>`` — what `protocol_machine` emits. InputError for a source
+    outside the task's domain."""
+    if task not in PROTOCOL_STORES:
+        raise InputError(f"no protocol form for task {task!r}; tasks: "
+                         f"{', '.join(PROTOCOL_STORES)}")
+    if task == "svo_sov":
+        target = svo_sov_target(source, ITG_VOCAB if vocab_size is None else vocab_size)
+    elif task == "gender_conjugation":
+        target = gender_target(source, ITG_VOCAB if vocab_size is None else vocab_size)
+    else:
+        target = _pair_reference(task, source, 128 if vocab_size is None else vocab_size)
+    if target is None:
+        raise InputError(f"{tuple(source)!r} is not a source of {task} (vocab_size "
+                         f"{vocab_size})" + (" (bigram flipping needs an even length)"
+                                             if task == "bigram_flip" else ""))
+    w = tuple(source)
+    return (SOS, *w, SEPARATOR, *target), (None,) * (len(w) + 1) + tuple(target) + (EOS,)
 
 
 # --- §4.2: the ITG transduction tasks --------------------------------------------------------
@@ -564,8 +735,79 @@ def gender_sampler(n: int, lengths, rng=None, vocab_size: int = ITG_VOCAB) -> li
     return [w + (BLANK,) for w, _ in _gender_pairs([L - 1 for L in ls], rng, vocab_size)]
 
 
+def _svo_protocol(vocab_size: int) -> StoreTransducer:
+    """SVO → SOV in protocol form (see `protocol_machine`): states ``("svo", q, v)`` hold the
+    main verb v and the place q in the object phrase (`svo_sov_target`'s automaton); the queue
+    holds the source words but v, translated as they are dequeued."""
+    src, tgt = _svo_words(vocab_size)
+    by_class = {c: [x for x in src if _svo_class(x) == c] for c in ("s", "v", "o", "rp")}
+    moves = {("O0", "o"): "Oo", ("Oo", "o"): "Oo", ("O0", "s"): "Rs", ("Oo", "s"): "Rs",
+             ("Rs", "rp"): "Rrp", ("Rrp", "s"): "Rs2", ("Rs2", "v"): "O0"}
+    G = src
+    t: dict = {("start", SOS, BOTTOM): ("subject", None, "noop")}
+    for x in by_class["s"]:
+        t[("subject", x, BOTTOM)] = ("verb", None, ("push", x))
+    states = ["start", "subject", "verb", "last", "done"]
+    for v in by_class["v"]:
+        for X in G:
+            t[("verb", v, X)] = (("svo", "O0", v), None, "noop")
+        for (q, c), r in moves.items():
+            for x in by_class[c]:
+                for X in G:
+                    t[(("svo", q, v), x, X)] = (("svo", r, v), None, ("push", x))
+        for X in G:                        # the queue holds the subject at least
+            t[(("svo", "Oo", v), SEPARATOR, X)] = (("owe", v), _svo_translate(X), "pop")
+            for y in tgt:
+                t[(("owe", v), y, X)] = (("owe", v), _svo_translate(X), "pop")
+        for y in tgt:
+            t[(("owe", v), y, BOTTOM)] = ("last", _svo_translate(v), "noop")
+        states += [("svo", q, v) for q in ("O0", "Oo", "Rs", "Rrp", "Rs2")] + [("owe", v)]
+    for y in tgt:
+        t[("last", y, BOTTOM)] = ("done", EOS, "noop")
+    return StoreTransducer("queue", states, (SOS, SEPARATOR) + src + tgt, tgt + (EOS,), G, t,
+                           "start", accepting=("done",), name="svo_sov_protocol_queue")
+
+
+def _gender_protocol(vocab_size: int) -> StoreTransducer:
+    """Genderless → gendered in protocol form (see `protocol_machine`): states ``("gen", q, p)``
+    hold the place q in the grammar (`gender_target`'s automaton) and the last word p, not yet
+    enqueued; reading the next word x enqueues p translated (an article by x's gender)."""
+    src, tgt = _gender_words(vocab_size)
+    t: dict = {}
+    states = {"start", "target", "done"}
+    t[("start", SOS, BOTTOM)] = (("gen", "S0", None), None, "noop")
+    todo, seen = [("S0", None)], {("S0", None)}
+    while todo:
+        q, p = todo.pop()
+        states.add(("gen", q, p))
+        for x in src:
+            r = _GENDER_MOVES.get((q, _gender_class(x)))
+            if r is None:
+                continue
+            op = "noop" if p is None else ("push", _gender_translate(p, x))
+            for X in (BOTTOM,) if p is None else tgt + (BOTTOM,):
+                t[(("gen", q, p), x, X)] = (("gen", r, x), None, op)
+            if (r, x) not in seen:
+                seen.add((r, x))
+                todo.append((r, x))
+        if q in _GENDER_FINAL and p is not None:     # ||| pays p: the queue is not empty
+            for X in tgt:
+                t[(("gen", q, p), SEPARATOR, X)] = ("target", X, ("replace", _gender_translate(p)))
+    for y in tgt:
+        for X in tgt:
+            t[("target", y, X)] = ("target", X, "pop")
+        t[("target", y, BOTTOM)] = ("done", EOS, "noop")
+    return StoreTransducer("queue", sorted(states, key=str), (SOS, SEPARATOR) + src + tgt,
+                           tgt + (EOS,), tgt, t, "start", accepting=("done",),
+                           name="gender_conjugation_protocol_queue")
+
+
 __all__ = [
+    "EOS",
     "ITG_VOCAB",
+    "PROTOCOL_STORES",
+    "SEPARATOR",
+    "SOS",
     "TEST_LENGTHS",
     "TRAIN_LENGTHS",
     "bigram_flip_machine",
@@ -582,6 +824,8 @@ __all__ = [
     "gender_sampler",
     "gender_target",
     "pair_alphabets",
+    "protocol_form",
+    "protocol_machine",
     "sequence_copy_machine",
     "sequence_copy_pairs",
     "sequence_copy_reference",
