@@ -23,7 +23,8 @@ persistent values equal to (and hashing like) the tuple of their symbols, so a s
 construction (a transition reading `BOTTOM` may not pop).
 `run_batch` fields (B, T+1, …): ``state`` (-1 dead), ``store`` (codes bottom end first, -1
 padding, width = the longest store in the batch, at least 1), ``size`` (-1 dead) and ``output``
-(index into ``output_alphabet``, -1 for none).
+(index into ``output_alphabet``, -1 for none). `StoreTransducer.run_batch_window` gives the same
+without whole stores (a few cells at each end, and the bottom end's ``offset``) for long strings.
 """
 
 from __future__ import annotations
@@ -439,10 +440,11 @@ class StoreTransducer(Machine):
         return {"next": nxt, "out": out, "pop": pop, "push": push, "sym": sym,
                 "reads_top": reads_top}
 
-    def run_batch(self, ids: np.ndarray, lengths: np.ndarray | None = None) -> BatchTrace:
-        """Vectorised over the batch: each row's store is a window ``buf[lo:hi]`` of a buffer with
-        room for T symbols on either side (see the module docstring for the fields)."""
-        ids, lengths = self.check_ids(ids, lengths)
+    def _walk(self, ids: np.ndarray, lengths: np.ndarray) -> Iterator[tuple]:
+        """The batched run, one step at a time: after each step t + 1 it yields ``(buf, lo, hi,
+        q, out)``, each row's store being ``buf[lo:hi]`` (bottom end first) in a buffer with room
+        for T symbols on either side (a dead row has ``lo = hi = T``), ``q`` the states (-1
+        dead) and ``out`` the step's outputs (-1 none). The arrays are updated in place."""
         tab = self.tables
         B, T = ids.shape
         G = len(self.store_alphabet)
@@ -450,14 +452,8 @@ class StoreTransducer(Machine):
         lo = np.full(B, T, dtype=np.int64)
         hi = lo.copy()
         q = np.full(B, self._state_index[self.start], dtype=np.int64)
+        out = np.full(B, -1, dtype=np.int64)
         rows = np.arange(B)
-        states = np.empty((B, T + 1), dtype=np.int64)
-        sizes = np.empty((B, T + 1), dtype=np.int64)
-        outs = np.full((B, T + 1), -1, dtype=np.int64)
-        snaps = [np.full((B, 0), -1, dtype=np.int64)]      # the stores, as wide as needed
-        held = 0                                             # bytes held by the snapshots
-        cols = np.arange(T)
-        states[:, 0], sizes[:, 0] = q, 0
         for t in range(T):
             active = (t < lengths) & (q >= 0)
             r = rows[active]
@@ -476,10 +472,28 @@ class StoreTransducer(Machine):
             lo[put_bot] -= 1
             buf[put_bot, lo[put_bot]] = sym[push == 2]
             q[r] = q2
-            outs[r, t + 1] = np.where(q2 >= 0, tab["out"][idx], -1)
+            out[:] = -1
+            out[r] = np.where(q2 >= 0, tab["out"][idx], -1)
             dead = r[q2 < 0]
             lo[dead] = hi[dead] = T
+            yield buf, lo, hi, q, out
+
+    def run_batch(self, ids: np.ndarray, lengths: np.ndarray | None = None) -> BatchTrace:
+        """Vectorised over the batch: each row's store is a window ``buf[lo:hi]`` of a buffer with
+        room for T symbols on either side (see the module docstring for the fields)."""
+        ids, lengths = self.check_ids(ids, lengths)
+        B, T = ids.shape
+        states = np.empty((B, T + 1), dtype=np.int64)
+        sizes = np.empty((B, T + 1), dtype=np.int64)
+        outs = np.full((B, T + 1), -1, dtype=np.int64)
+        snaps = [np.full((B, 0), -1, dtype=np.int64)]      # the stores, as wide as needed
+        held = 0                                             # bytes held by the snapshots
+        cols = np.arange(T)
+        states[:, 0] = self._state_index[self.start]
+        sizes[:, 0] = 0
+        for t, (buf, lo, hi, q, out) in enumerate(self._walk(ids, lengths)):
             states[:, t + 1] = q
+            outs[:, t + 1] = out
             size = np.where(q >= 0, hi - lo, -1)
             sizes[:, t + 1] = size
             w = int(size.max(initial=0))                     # O(B·w) per step, not O(B·T)
@@ -487,20 +501,76 @@ class StoreTransducer(Machine):
             if held > limits.current().max_bytes:
                 limits.check(f"the 'store' field of {self!r}.run_batch ({B} rows, {T} steps, "
                              f"stores up to {w} symbols so far)", 2 * held, "max_bytes",
-                             hint="check fewer or shorter strings per batch")
+                             hint="check fewer or shorter strings per batch, or use "
+                                  "run_batch_window")
             gather = np.minimum(lo[:, None] + cols[None, :w], 2 * T)
             snaps.append(np.where(cols[None, :w] < size[:, None],
                                   np.take_along_axis(buf, gather, axis=1), -1))
         W = max(int(sizes.max(initial=0)), 1)
         limits.check(f"the 'store' field of {self!r}.run_batch ({B} rows, {T} steps, stores up "
                      f"to {W} symbols)", held + 8 * B * (T + 1) * W, "max_bytes",
-                     hint="check fewer or shorter strings per batch")
+                     hint="check fewer or shorter strings per batch, or use run_batch_window")
         store = np.full((B, T + 1, W), -1, dtype=np.int64)
         for t, snap in enumerate(snaps):
             store[:, t, :snap.shape[1]] = snap
         fields = {"state": hold_after_length(states, lengths),
                   "store": hold_after_length(store, lengths),
                   "size": hold_after_length(sizes, lengths),
+                  "output": hold_after_length(outs, lengths)}
+        return BatchTrace(lengths, fields)
+
+    def run_batch_window(self, ids: np.ndarray, lengths: np.ndarray | None = None,
+                         cells: int = 3) -> BatchTrace:
+        """`run_batch` without whole stores, for very long strings: O(B·cells) work a step and
+        O(B·T·cells) memory however long the stores get (the DPDA's analogue is
+        `pdanet.automata.pda.DeterministicPushdown.run_batch_window`). Fields (B, T+1, …):
+
+        - ``state``, ``size`` and ``output`` as in `run_batch`;
+        - ``store_top`` (B, T+1, cells): the codes of the ``cells`` symbols at the top end (a
+          queue's back), top first; ``store_bottom`` (B, T+1, cells): those at the bottom end (a
+          queue's front), bottom first. -1 past the other end (a store of fewer than ``cells``
+          symbols shows all of them in both) and once dead;
+        - ``offset``: the symbols removed from the bottom end minus those added there so far (a
+          queue's dequeues; 0 for a stack; 0 once dead). With ``size`` it places the store in a
+          fixed frame — its cells are at positions offset … offset + size − 1, and a cell that
+          stays keeps its position — which is what lets end windows decide equality of whole
+          stores step by step (`pdanet.verify` relies on it; equal sizes and ends alone do not).
+
+        InputError for ``cells`` that is not an integer ≥ 1."""
+        if isinstance(cells, bool) or not isinstance(cells, (int, np.integer)) or cells < 1:
+            raise InputError(f"cells must be an integer ≥ 1, got {cells!r}")
+        cells = int(cells)
+        ids, lengths = self.check_ids(ids, lengths)
+        B, T = ids.shape
+        limits.check(f"{self!r}.run_batch_window ({B} rows, {T} steps, {cells} cells an end)",
+                     8 * B * (T + 1) * (2 * cells + 3), "max_bytes",
+                     hint="check fewer or shorter strings per batch")
+        states = np.empty((B, T + 1), dtype=np.int64)
+        sizes = np.empty((B, T + 1), dtype=np.int64)
+        outs = np.full((B, T + 1), -1, dtype=np.int64)
+        offsets = np.zeros((B, T + 1), dtype=np.int64)
+        tops = np.full((B, T + 1, cells), -1, dtype=np.int64)
+        bottoms = np.full((B, T + 1, cells), -1, dtype=np.int64)
+        states[:, 0] = self._state_index[self.start]
+        sizes[:, 0] = 0
+        k = np.arange(cells)
+        for t, (buf, lo, hi, q, out) in enumerate(self._walk(ids, lengths)):
+            states[:, t + 1] = q
+            outs[:, t + 1] = out
+            sizes[:, t + 1] = np.where(q >= 0, hi - lo, -1)
+            offsets[:, t + 1] = lo - T                       # dead rows: lo = T
+            pos = hi[:, None] - 1 - k                        # top first
+            tops[:, t + 1] = np.where(pos >= lo[:, None],
+                                      np.take_along_axis(buf, np.maximum(pos, 0), axis=1), -1)
+            pos = lo[:, None] + k                            # bottom first
+            bottoms[:, t + 1] = np.where(pos < hi[:, None],
+                                         np.take_along_axis(buf, np.minimum(pos, 2 * T), axis=1),
+                                         -1)
+        fields = {"state": hold_after_length(states, lengths),
+                  "size": hold_after_length(sizes, lengths),
+                  "offset": hold_after_length(offsets, lengths),
+                  "store_top": hold_after_length(tops, lengths),
+                  "store_bottom": hold_after_length(bottoms, lengths),
                   "output": hold_after_length(outs, lengths)}
         return BatchTrace(lengths, fields)
 

@@ -36,6 +36,12 @@ the machine without whole stacks (``run_batch_window``); the fields compared are
 ``depth``, ``top``, ``output`` and ``stack_top`` (the top three cells), which by induction decide
 equality of the whole stacks (see `_forward_window`). Each step then costs O(1) however deep the
 stack gets, instead of O(depth); where the proof does not go through, whole stacks are compared.
+Long strings of a `pdanet.automata.store.StoreTransducer` (stack, queue or deque) against a
+network with the same store (``module.store_kind``, e.g. `pdanet.models.grefenstette.
+GrefenstetteRNN`) are compared the same way, by ``state``, ``size``, ``offset``, ``output`` and
+the `WINDOW_CELLS` cells at each end (``store_top``, ``store_bottom``; see
+`_compare_store_window`); a row where these differ is compared again with whole stores, so the
+verdict and the counterexample are those of the whole comparison.
 """
 
 from __future__ import annotations
@@ -125,6 +131,112 @@ def _forward_window(machine: Machine, net, ids: np.ndarray):
     return got
 
 
+# the window fields a network gives per store kind (besides state, size and output): a stack's
+# bottom end never moves, so its top cells suffice
+STORE_WINDOW_FIELDS = {"stack": ("store_top",),
+                       "queue": ("store_top", "store_bottom", "offset"),
+                       "deque": ("store_top", "store_bottom", "offset")}
+
+
+def _store_window_applies(machine: Machine, net, T: int) -> bool:
+    """True when a batch of T steps is compared by store ends (`_compare_store_window`): a long
+    batch, a store machine with ``run_batch_window`` and a one-step-per-symbol network whose
+    module has the same store kind and a ``forward_window``."""
+    kind = getattr(machine, "store", None)
+    module = getattr(net, "module", None)
+    return (T >= WINDOW_MIN_STEPS and isinstance(kind, str) and kind in STORE_WINDOW_FIELDS
+            and getattr(module, "store_kind", None) == kind
+            and callable(getattr(module, "forward_window", None))
+            and callable(getattr(machine, "run_batch_window", None))
+            and getattr(machine, "is_realtime", False)
+            and getattr(net, "steps_per_symbol", 1) == 1)
+
+
+def _forward_store_window(machine: Machine, net, ids: np.ndarray) -> dict[str, np.ndarray] | None:
+    """The network's side of `_compare_store_window`: ``state`` (the decoder's, read from the
+    controller part of the states), ``size``, the window fields of `STORE_WINDOW_FIELDS` and
+    ``output``, from ``module.forward_window`` (states [h; r; n; top cells; bottom cells;
+    offset], the layout of `StoreTransducer.run_batch_window`); None where that run is not
+    provably exact. Dead positions (state −1) read size −1, cells −1 and offset 0, as the
+    machine's."""
+    kind = machine.store
+    c = WINDOW_CELLS
+    with torch.no_grad():
+        out = net.module.forward_window(torch.as_tensor(ids, device=_device(net)), c)
+    if out is None:
+        return None
+    states, logits = out
+    s = states.cpu().numpy()
+    tail = c if kind == "stack" else 2 * c + 1
+    Hr = s.shape[-1] - 1 - tail                   # [h; r] before n and the window
+    head = np.concatenate([s[..., :Hr], np.zeros(s.shape[:2] + (1,), s.dtype)], -1)
+    state = np.asarray(net.decode(head)["state"])   # n = 0: the decoder reads no cells
+    dead = state < 0
+    win = np.rint(s[..., Hr:]).astype(np.int64)
+    got = {"state": state, "size": np.where(dead, -1, win[..., 0]),
+           "store_top": np.where(dead[..., None], -1, win[..., 1:1 + c])}
+    if kind != "stack":
+        got["store_bottom"] = np.where(dead[..., None], -1, win[..., 1 + c:1 + 2 * c])
+        got["offset"] = np.where(dead, 0, win[..., 1 + 2 * c])
+    got["output"] = net.readout(logits)
+    return got
+
+
+def _compare_store_window(machine: Machine, net, ids: np.ndarray, lengths: np.ndarray,
+                          check_live: bool, executor: Executor | None, tol: Tolerance
+                          ) -> BatchOutcome | None:
+    """`compare_batch` for a long batch of a store machine by the stores' ends, O(1) per step,
+    or None where the network's `forward_window` is not provably exact.
+
+    Both sides give, per step, ``state``, ``size``, ``output``, the `WINDOW_CELLS` cells at the
+    top end and (queue, deque) at the bottom end, and the bottom end's ``offset`` (pops minus
+    pushes there so far). Read each store in a fixed frame: its cells sit at positions
+    offset … offset + size − 1. Induction: if the whole stores agree at step t − 1 and the
+    offsets and sizes agree at step t, then so do the whole stores at step t, exactly when the
+    end windows agree. A step of either side (the machine's, by definition; the network's, a
+    discrete pop and push at each end, which ``forward_window`` proves at every step) removes
+    at most the end cell at each end and writes only the new end cells, at positions
+    offset_t and offset_t + size_t − 1; every other cell of the new store is an old cell that
+    keeps its position. With equal frames, the new stores can differ only at those two
+    positions, and these are in the windows (at least one cell each). A stack's bottom end never
+    moves (offset 0), so its top cells suffice. Equal sizes and windows without the offsets are
+    not enough: on a queue X X X X Y X X X X a no-op and a replace X → X agree in size and in
+    three cells at each end, but not in the middle.
+
+    Conversely, the offsets may differ where the stores agree (a replace X → X against a no-op
+    on a queue of X's), so a row with any difference is compared again with whole stores
+    (`compare_batch` with ``window=False``): the outcome (first failing row, step and field, and
+    the values) is then exactly that of the whole comparison. Rows before it agree in every
+    window field at every step, hence in whole stores, by the induction above."""
+    B, T = ids.shape
+    pending = executor.submit(_forward_store_window, machine, net, ids) if executor else None
+    try:
+        trace = machine.run_batch_window(ids, lengths, WINDOW_CELLS)
+        got = pending.result() if pending else _forward_store_window(machine, net, ids)
+    finally:
+        if pending:
+            pending.cancel()
+            wait([pending])
+    if got is None:
+        return None
+    expected = dict(trace.fields)
+    mask = np.arange(T + 1)[None, :] <= lengths[:, None]
+    if check_live:
+        dead = S.dead_batch(machine, expected)
+        mask &= ~dead if dead is not None else S.live_mask(machine, ids, lengths, expected)
+    names = [n for n in expected if n in got and n != "output"] + ["output"]
+    bad_any, _ = _differences(expected, got, names, mask, slice(0, B), tol)
+    for b in np.flatnonzero(bad_any.any(axis=1)):
+        b = int(b)
+        whole = compare_batch(machine, net, ids[b:b + 1], lengths[b:b + 1], check_live, None,
+                              tol, window=False)
+        if whole.failure is not None:
+            _, t, name = whole.failure
+            return BatchOutcome(b + 1, int(mask[:b].sum()) + whole.steps, whole.fields,
+                                (b, t, name), whole.expected, whole.got)
+    return BatchOutcome(B, int(mask.sum()), tuple(names))
+
+
 def _decode(net, states: torch.Tensor, logits: torch.Tensor) -> dict[str, np.ndarray]:
     """The network's decoded fields and its readout (as ``"output"``)."""
     got = dict(net.decode(states))
@@ -199,7 +311,7 @@ def _positions_differ(expected: np.ndarray, got: np.ndarray,
 
 def compare_batch(machine: Machine, net, ids: np.ndarray, lengths: np.ndarray,
                   check_live: bool = True, executor: Executor | None = None,
-                  tol: Tolerance | None = None) -> BatchOutcome:
+                  tol: Tolerance | None = None, window: bool = True) -> BatchOutcome:
     """Run machine and network on one padded batch and find its first disagreement.
 
     Real-valued fields are compared within `tol` (default: `Tolerance.for_dtype` of the
@@ -212,13 +324,21 @@ def compare_batch(machine: Machine, net, ids: np.ndarray, lengths: np.ndarray,
     (``machine.fixed_width_fields``: the decoded width of part of a batch is that of the whole)
     then runs as two halves, the first decoded and compared in this thread while the worker
     runs the second. The outcome is the same either way.
+
+    ``window`` (default True): a long batch (`WINDOW_MIN_STEPS` steps or more) is compared by the
+    ends of the stacks or stores where both sides can (see the module docstring); False
+    compares whole stacks and stores.
     """
     ids = np.asarray(ids, dtype=np.int64)
     lengths = np.asarray(lengths, dtype=np.int64)
     B, T = ids.shape
     if tol is None:
         tol = Tolerance.for_dtype(_net_dtype(net))
-    windowed = _forward_window(machine, net, ids)
+    if window and _store_window_applies(machine, net, T):
+        outcome = _compare_store_window(machine, net, ids, lengths, check_live, executor, tol)
+        if outcome is not None:
+            return outcome
+    windowed = _forward_window(machine, net, ids) if window else None
     if windowed is not None:       # long strings: compare the top cells, O(1) per step
         trace = machine.run_batch_window(ids, lengths, WINDOW_CELLS)
         expected = dict(trace.fields)
@@ -291,6 +411,20 @@ def _first_difference(expected: dict, got: dict, names: list, mask: np.ndarray, 
                       tol: Tolerance) -> tuple[int, int, str] | None:
     """(row, step, field) of the first compared position in `rows` where the network's decoded
     fields or readout `got` (for those rows) differ from the machine's, or None."""
+    bad_any, bad_by_field = _differences(expected, got, names, mask, rows, tol)
+    rows_bad = bad_any.any(axis=1)
+    if not rows_bad.any():
+        return None
+    b = int(rows_bad.argmax())
+    t = int(bad_any[b].argmax())
+    name = next(n for n, d in zip(names, bad_by_field) if d[b, t])
+    return rows.start + b, t, name
+
+
+def _differences(expected: dict, got: dict, names: list, mask: np.ndarray, rows: slice,
+                 tol: Tolerance) -> tuple[np.ndarray, list[np.ndarray]]:
+    """(positions where any field differs, the same per field), each (len(rows), T+1), for the
+    compared positions (`mask`) of `rows`; VerificationError for fields of different shapes."""
     n = rows.stop - rows.start
     m = mask[rows]
     bad_any = np.zeros((n, mask.shape[1]), dtype=bool)
@@ -308,13 +442,7 @@ def _first_difference(expected: dict, got: dict, names: list, mask: np.ndarray, 
         diff &= m
         bad_by_field.append(diff)
         bad_any |= diff
-    rows_bad = bad_any.any(axis=1)
-    if not rows_bad.any():
-        return None
-    b = int(rows_bad.argmax())
-    t = int(bad_any[b].argmax())
-    name = next(n for n, d in zip(names, bad_by_field) if d[b, t])
-    return rows.start + b, t, name
+    return bad_any, bad_by_field
 
 
 def _batches(ids: np.ndarray, lengths: np.ndarray, batch_size: int, max_batch_steps: int
