@@ -27,7 +27,26 @@ re-written here):
   entry keeps its lead, else half the row's largest radius; each plus the kernel error of both
   runs (`pdanet.verify.intervals.ACTIVATION_ULPS` ulps and the smallest normal) — so the tiny
   strengths an almost-closed gate leaves are carried through the memory, not assumed away;
-- a comparison (``>``, ``<``) of a tensor with a radius must not be able to change its result;
+- radius 0 means the same value in both runs (±0 counted as one value; no rule divides by a
+  zero), and is claimed only where that holds whatever order a kernel adds in: a correctly
+  rounded +, −, ×, ÷ of operands with radius 0 (or with an exact-zero factor); a matrix product
+  or einsum entry with at most one term that can be nonzero, both its factors of radius 0; a
+  max attained by a radius-0 entry that no other entry can reach; exp only at 0 (exactly 1), at
+  −inf and throughout the range where float32 exp underflows to exactly 0 (`exp_underflow`:
+  every float32 of the range evaluated on the vector and the scalar kernel, not assumed); log
+  only at 0 and 1; ±inf plus a finite number;
+- a max-shift x − max(x) (DuSell & Chiang's action head inside the NS stack's step: Eq. 1 or
+  §3.1's exp after subtracting the maximum): in a group whose maximum is unique and keeps its
+  lead over the radii, that entry is exactly 0 in both runs (a float minus itself), so exp gives
+  exactly 1 there and exactly 0 wherever x − max + r stays in the underflow range — saturated
+  action weights then carry no radius into the stack, and its chart, α and readings are the same
+  floats (NS+U, RNS). Eq. 1's softmax rows that no run occupies are uniform (1/(Q(2N+1)) each,
+  not one-hot): their radius is carried, and the rules above show that they only ever meet exact
+  zeros (products with the occupied rows' zero actions) and do not reach the column maxima — a
+  valid but much smaller δ* (NS, NS+S; the radius of exp grows as e^{r}). A pass that fails after
+  such an exp names it;
+- a comparison (``>``, ``<``, ``==``, ``!=``) of a tensor with a radius must not be able to change
+  its result;
 - the decoder must give the same configuration over the states' box — it reads by argmax (the
   most active unit), sign and thresholds at half-integers (rint, > 1/2), so: no coordinate's
   interval reaches a half-integer, and the decoding is unchanged at the corners all low, all
@@ -54,6 +73,7 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,6 +130,80 @@ def _gamma(n: int, u: float) -> float:
     return n * u / (1.0 - n * u)
 
 
+#: the largest magnitude up to which the float32 exp underflow is scanned (2^13: the compiled
+#: action gaps are a few thousand; a larger argument is not claimed to underflow)
+EXP_SCAN_CAP = 2.0 ** 13
+_EXP_UNDERFLOW: dict[int, int] = {}
+
+
+def exp_underflow(reach: float) -> tuple[float, float]:
+    """(a*, U): float32 ``torch.exp`` on this CPU returns exactly 0 at every float32 x with
+    −U ≤ x ≤ −a*, on the contiguous (vectorised) and the strided (scalar) kernel path alike —
+    every float32 of [a*, U] was evaluated (`pdanet.verify.intervals._scan`, as for the σ/tanh
+    saturation thresholds), U the least power of two ≥ max(reach, 128). Also checked: exp(0) =
+    exp(−0) = 1 and exp(−inf) = 0 on both paths. a* = inf when no such range exists or
+    ``reach`` exceeds `EXP_SCAN_CAP` (nothing is claimed there). Scanned once per process and U."""
+    from pdanet.verify import intervals as iv
+
+    if not reach <= EXP_SCAN_CAP:
+        return math.inf, 0.0
+    upto = 2.0 ** max(7, math.ceil(math.log2(max(reach, 1.0))))
+    hi = iv._bits(upto)
+    if hi not in _EXP_UNDERFLOW:
+        special = torch.tensor([0.0, -0.0, -math.inf, 0.0, -0.0, -math.inf])
+        want = torch.tensor([1.0, 1.0, 0.0, 1.0, 1.0, 0.0])
+        if not (torch.equal(torch.exp(special), want)
+                and torch.equal(torch.exp(special[::2]), want[::2])
+                and torch.equal(torch.exp(special[1::2]), want[1::2])):
+            _EXP_UNDERFLOW[hi] = hi + 1
+        else:
+            def zero(z: torch.Tensor) -> torch.Tensor:
+                neg = -z
+                ok = torch.exp(neg) == 0                           # contiguous: vector path
+                n = len(neg) // 2 * 2
+                for off in (0, 1):                                 # stride 2: scalar path
+                    ok[off:n:2] &= torch.exp(neg[off:n:2]) == 0
+                if n < len(neg):
+                    ok[n:] &= torch.exp(neg[n:]) == 0
+                return ok
+            cached = _exp_cache(hi)
+            _EXP_UNDERFLOW[hi] = cached if cached is not None else iv._scan(
+                zero, iv._bits(64.0), hi)
+            if cached is None:
+                _exp_cache(hi, _EXP_UNDERFLOW[hi])
+    t = _EXP_UNDERFLOW[hi]
+    return (iv._from_bits(t) if t <= hi else math.inf), upto
+
+
+def _exp_cache(hi: int, t: int | None = None) -> int | None:
+    """The disk cache of `exp_underflow` (next to the σ/tanh saturation scans, keyed by the
+    same torch build and CPU): read t for ``hi`` (None: absent or unreadable), or write it."""
+    import json
+
+    from pdanet.verify import intervals as iv
+
+    key = dict(iv._build_key("exp_underflow"), upto_bits=hi)
+    path = iv._cache_file(key)
+    if t is None:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (OSError, ValueError):
+            return None
+        got = data.get("threshold_bits") if isinstance(data, dict) and data.get("key") == key \
+            else None
+        ok = isinstance(got, int) and not isinstance(got, bool) and iv._bits(64.0) <= got <= hi + 1
+        return got if ok else None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"key": key, "threshold_bits": t}), encoding="utf-8")
+        tmp.replace(path)
+    except OSError:
+        pass
+    return t
+
+
 @dataclass
 class _Site:
     """The tightest squashing site seen: its kind and its slack (saturation left after the
@@ -129,6 +223,9 @@ class _Radius(TorchFunctionMode):
         "index_select", "repeat", "flip", "detach", "chunk", "split", "unbind", "movedim",
         "gather", "pad", "view_as", "reshape_as", "masked_select", "roll", "tril", "triu",
         "diagonal"})
+    # structural operations that keep the row-major order of the elements
+    ORDERED = frozenset({"view", "reshape", "unsqueeze", "squeeze", "contiguous", "clone",
+                         "detach", "view_as", "reshape_as", "flatten"})
     INERT = frozenset({"dim", "size", "__len__", "numel", "new_zeros", "new_full", "new_ones",
                        "new_empty", "zeros_like", "ones_like", "full_like", "empty_like",
                        "is_floating_point", "__format__", "__repr__", "stride", "element_size"})
@@ -141,6 +238,13 @@ class _Radius(TorchFunctionMode):
         self.tiny = float(torch.finfo(dtype).tiny)
         self.sat = sat
         self.site = _Site()
+        # relations that interval radii lose (each entry starts (tensor, its version), so an
+        # in-place change drops it): id(m) -> (m, v, x, x's version, keepdim shape) for m = the
+        # max of x over some dims (kept through order-preserving views and an all-true where);
+        # id(y) -> (y, v) for y = x − max(x) (the max-shifted exp argument)
+        self.maxof: dict[int, tuple] = {}
+        self.shifted: dict[int, tuple] = {}
+        self.note = ""                      # a site that may explain a later failure
         from pdanet.verify.intervals import ACTIVATION_ULPS
         self.act_ulps = ACTIVATION_ULPS
 
@@ -192,6 +296,37 @@ class _Radius(TorchFunctionMode):
     def _round(self, r: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         a = out.detach().double().abs()
         return r * (1 + 2 * self.u) + 2 * self.u * a + 2 * self.tiny * ((r > 0) | (a > 0))
+
+    def _ieee(self, r: torch.Tensor, out: torch.Tensor, same: Any) -> torch.Tensor:
+        """`_round` for one correctly rounded IEEE operation (+, −, ×, ÷ of two operands):
+        where ``same`` (the operands are the same values in both runs, or a factor is an exact 0
+        and the other stays finite) the result is the same value, radius 0 (±0 are one value
+        here: `put`'s "radius 0" means equal floats, and no rule divides by a zero)."""
+        return torch.where(torch.as_tensor(same), 0.0, self._round(r, out))
+
+    def _inf(self, t: Any) -> torch.Tensor | bool:
+        """Entries that are ±inf with radius 0 (the same infinity in both runs)."""
+        if not isinstance(t, torch.Tensor):
+            return math.isinf(float(t))
+        return torch.isinf(t.detach()) & (self.r0(t) == 0)
+
+    def _finite(self, t: Any) -> torch.Tensor | bool:
+        """Entries finite in both runs (finite, with a finite radius)."""
+        if not isinstance(t, torch.Tensor):
+            return math.isfinite(float(t))
+        return torch.isfinite(t.detach())
+
+    def _exact_terms(self, fn, A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+        """Entries of the contraction fn(A, B) (a matrix product or a two-operand einsum) that
+        are the same value in both runs: at most one term can be nonzero and its two factors
+        have radius 0 (every other term has an exact-zero factor, the other factor finite) —
+        the sum is then that one product, rounded once, in whatever order the kernel adds."""
+        rA, rB = self.r0(A).expand(A.shape), self.r0(B).expand(B.shape)
+        a, b = A.detach().double(), B.detach().double()
+        nzA, nzB = ((a != 0) | (rA > 0)).double(), ((b != 0) | (rB > 0)).double()
+        exA, exB = ((a != 0) & (rA == 0)).double(), ((b != 0) & (rB == 0)).double()
+        every, exact = fn(nzA, nzB), fn(exA, exB)
+        return (every <= 1) & (every == exact)
 
     def squash(self, kind: str, z: torch.Tensor, rz: torch.Tensor | None, dim: int = -1,
                out: torch.Tensor | None = None) -> torch.Tensor | None:
@@ -294,6 +429,113 @@ class _Radius(TorchFunctionMode):
         rh = self._round(o * rt + ro * tc + ro * rt, out[0])
         return rh, rc2
 
+    @staticmethod
+    def _plain_index(idx: Any) -> bool:
+        """An index that only adds axes or takes whole axes (None, ..., :): order-preserving."""
+        parts = idx if isinstance(idx, tuple) else (idx,)
+        return all(p is None or p is Ellipsis or (isinstance(p, slice) and p == slice(None))
+                   for p in parts)
+
+    # -- exact underflow (the compiled action heads: Eq. 1 / §3.1 of DuSell & Chiang)
+    @staticmethod
+    def _is(table: dict, t: Any) -> bool:
+        """Whether ``t`` is recorded in ``table`` and was not modified in place since."""
+        hit = table.get(id(t)) if isinstance(t, torch.Tensor) else None
+        return hit is not None and hit[0] is t and hit[1] == t._version
+
+    def _exp_exact(self, x: torch.Tensor, xv: torch.Tensor, rx: torch.Tensor) -> torch.Tensor:
+        """Entries of exp(x ± r) that are the same float in both runs: x exactly ±0 with radius 0
+        (exp gives exactly 1), x = −inf with radius 0 (exactly 0), and x + r ≤ −a*, x − r ≥ −U
+        (exactly 0: every float32 of [−U, −a*] underflows, `exp_underflow`). CPU float32 only."""
+        rx = rx.expand(xv.shape)
+        exact = torch.zeros(xv.shape, dtype=torch.bool)
+        if x.dtype != torch.float32 or x.device.type != "cpu":
+            return exact
+        exact |= (rx == 0) & ((xv == 0) | (xv == -math.inf))
+        cand = ~exact & torch.isfinite(xv) & (xv + rx < 0)
+        if bool(cand.any()):
+            reach = float((rx - xv)[cand].max())
+            a, upto = exp_underflow(reach)
+            exact |= cand & (xv + rx <= -a) & (xv - rx >= -upto)
+        return exact
+
+    def _shifted_note(self, xv: torch.Tensor, rx: torch.Tensor, exact: torch.Tensor) -> str:
+        """The site, for the message of a pass that then fails: exp of a max-shifted tensor (the
+        NS stack's action weights, Eq. 1 / §3.1) whose entries are not all provably 0 or 1."""
+        rx = rx.expand(xv.shape)
+        bad = ~exact
+        worst = float((xv + rx)[bad].max())
+        low = float((rx - xv)[bad].max())
+        a, _ = exp_underflow(low)
+        where = (f"provably below −{a:.6g}, where float32 exp underflows to exactly 0 (scanned)"
+                 if a < math.inf else f"inside the scanned range (to −{EXP_SCAN_CAP:g})")
+        return (f"at the exp of the max-shifted log action weights (DuSell & Chiang Eq. 1 / "
+                f"§3.1, inside the NS stack's step) {int(bad.sum())} of {bad.numel()} entries "
+                f"are neither the maximum (exactly 1) nor {where}: z − max z + r reaches "
+                f"{worst:.4g}, z − max z − r {-low:.4g}")
+
+    def _shift(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> bool:
+        """a − b where b is max(a) over some dims (`maxof`): in every group whose maximum is
+        unique and keeps its lead over the others' radii, the maximum's entry is exactly 0 in
+        both runs (x − x) — radius 0; the others move by r_j + r_max plus rounding. Returns
+        False (no relation) to leave it to the plain rule."""
+        if not (self._is(self.maxof, b) and isinstance(a, torch.Tensor)):
+            return False
+        _, _, x, version, shape = self.maxof[id(b)]
+        pad = (1,) * (a.dim() - b.dim()) + tuple(b.shape)
+        if x is not a or version != a._version or pad != shape \
+                or tuple(out.shape) != tuple(a.shape):
+            return False
+        dims = tuple(d for d, n in enumerate(shape) if n == 1 and a.shape[d] != 1)
+        if not dims:
+            return False
+        xv, rx = a.detach().double(), self.r0(a).expand(a.shape)
+        top = xv == xv.amax(dims, keepdim=True)
+        unique = top.sum(dims, keepdim=True) == 1
+        r_top = torch.where(top, rx, 0.0).amax(dims, keepdim=True)
+        others = torch.where(top, -math.inf, xv + rx).amax(dims, keepdim=True)
+        lead = unique & (xv.amax(dims, keepdim=True) - r_top > others)
+        zero = top & lead.expand(a.shape)
+        if not bool((out.detach()[zero] == 0).all()):
+            return False
+        r = self._round(rx + r_top, out)
+        plain = self._round(rx + self.r0(b), out)
+        self.put(out, torch.where(zero, 0.0, torch.where(lead, r, plain)))
+        self.shifted[id(out)] = (out, out._version)
+        return True
+
+    def _einsum(self, args: tuple, out: torch.Tensor) -> None:
+        """A two-operand einsum (explicit output, no ellipsis) as a sum of products: the radius
+        of `_affine`, n the number of terms per output entry; `_exact_terms` entries exact."""
+        eq = args[0]
+        ops = tuple(args[1]) if len(args) == 2 and isinstance(args[1], (list, tuple)) \
+            else tuple(args[1:])
+        if len(ops) != 2 or "->" not in eq or "." in eq:
+            raise NoRule(f"einsum {eq!r} on {len(ops)} operands")
+        A, B = ops
+        lhs, rhs = eq.replace(" ", "").split("->")
+        sizes = {}
+        for subs, t in zip(lhs.split(","), (A, B)):
+            sizes.update(zip(subs, t.shape))
+        n = int(np.prod([sizes[c] for c in set(sizes) - set(rhs)] or [1]))
+
+        def fn(x, y):
+            return torch.einsum(eq, x, y)
+        a, b, ra, rb = A.detach().double().abs(), B.detach().double().abs(), self.r0(A), \
+            self.r0(B)
+        ra, rb = ra.expand(A.shape), rb.expand(B.shape)
+        r = fn(a, rb) + fn(ra, b) + fn(ra, rb)
+        mag = fn(a + ra, b + rb)
+        r = r + 2 * _gamma(n + 1, self.u) * mag + 2 * self.tiny * (mag > 0)
+        self.put(out, torch.where(self._exact_terms(fn, A, B), 0.0, r))
+
+    def _keep_max(self, src: Any, out: Any) -> None:
+        """Carry a `maxof` relation through an order-preserving view of the max."""
+        if self._is(self.maxof, src) and isinstance(out, torch.Tensor) \
+                and out.numel() == src.numel():
+            _, _, x, version, shape = self.maxof[id(src)]
+            self.maxof[id(out)] = (out, out._version, x, version, shape)
+
     def _logspace(self, name: str, args: tuple, kwargs: dict, out: torch.Tensor) -> None:
         """Log-space operations (NS stacks): log_softmax moves by r_i + max r over the row,
         logsumexp and amax by the largest r reduced, logaddexp by max(r_a, r_b), exp and log by
@@ -319,10 +561,23 @@ class _Radius(TorchFunctionMode):
             top = rx.amax(dims, keepdim=True)
             r = rx + top if name == "log_softmax" else (top if keep else top.squeeze(dims))
             n = int(np.prod([x.shape[d] for d in dims]))
-            self.put(out, self._round(r * (1 + 2 * _gamma(n + 2, self.u)), out)
-                     + 8 * _gamma(n + 2, self.u) * (xv.abs().amax(dims, keepdim=True)
-                                                   if name == "log_softmax" or keep
-                                                   else xv.abs().amax(dims)))
+            rad = self._round(r * (1 + 2 * _gamma(n + 2, self.u)), out) \
+                + 8 * _gamma(n + 2, self.u) * (xv.abs().amax(dims, keepdim=True)
+                                               if name == "log_softmax" or keep
+                                               else xv.abs().amax(dims))
+            if name == "amax":     # a max attained by an exact entry that no other can reach
+                re = rx.expand(xv.shape)
+                m = xv.amax(dims, keepdim=True)
+                hit = torch.where(re == 0, xv, -math.inf).amax(dims, keepdim=True) == m
+                below = (torch.where(re > 0, xv + re, -math.inf).amax(dims, keepdim=True) < m) \
+                    | ~(re > 0).any(dim=dims, keepdim=True) if dims else hit
+                same = hit & below
+                rad = torch.where(same if keep else same.squeeze(dims), 0.0, rad)
+            self.put(out, rad)
+            if name == "amax" and bool(torch.isfinite(xv).all()):
+                dims = tuple(d % x.dim() for d in dims)
+                shape = tuple(1 if d in dims else n for d, n in enumerate(x.shape))
+                self.maxof[id(out)] = (out, out._version, x, x._version, shape)
         elif name == "logaddexp":
             rb = self.r0(args[1]) if isinstance(args[1], torch.Tensor) else 0.0
             r = torch.maximum(rx, torch.as_tensor(rb, dtype=torch.float64))
@@ -331,12 +586,18 @@ class _Radius(TorchFunctionMode):
         elif name == "exp":
             e = torch.exp(xv)
             r = e * torch.expm1(rx)
-            self.put(out, r + 32 * self.u * (e + r) + 2 * self.tiny)
+            r = r + 32 * self.u * (e + r) + 2 * self.tiny
+            exact = self._exp_exact(x, xv, rx)
+            if not bool(exact.all()) and self._is(self.shifted, x):
+                self.note = self._shifted_note(xv, rx, exact)
+            self.put(out, torch.where(exact, 0.0, r))
         else:                                                   # log
             if bool(((xv - rx) <= 0).logical_and(rx > 0).any()):
                 raise NotExact("the argument of a log may reach 0")
             r = torch.where(rx > 0, -torch.log1p(-rx / xv.clamp(min=self.tiny)), 0.0)
-            self.put(out, r + 32 * self.u * (mag + r) + 2 * self.tiny * (rx > 0))
+            r = r + 32 * self.u * (mag + r) + 2 * self.tiny * (rx > 0)
+            # log(±0) = −inf and log(1) = 0 exactly, in every kernel
+            self.put(out, torch.where((rx == 0) & ((xv == 0) | (xv == 1)), 0.0, r))
 
     # -- dispatch
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -379,6 +640,8 @@ class _Radius(TorchFunctionMode):
                     self.put(o, ro)
             else:
                 self.put(out, r)
+                if name in self.ORDERED or (name == "__getitem__" and self._plain_index(args[1])):
+                    self._keep_max(args[0], out)
         elif name in ("cat", "stack", "concat"):
             seq = args[0]
             r = func([self.r0(t) for t in seq], *args[1:], **kwargs)
@@ -390,26 +653,41 @@ class _Radius(TorchFunctionMode):
             ra = self.r0(a) if isinstance(a, torch.Tensor) else torch.zeros((), dtype=torch.float64)
             rb = self.r0(b) if isinstance(b, torch.Tensor) else torch.zeros((), dtype=torch.float64)
             self.put(out, torch.where(cond, ra, rb).expand(out.shape).clone())
+            if isinstance(cond, torch.Tensor) and bool(cond.all()) \
+                    and tuple(out.shape) == tuple(getattr(a, "shape", ())):
+                self._keep_max(a, out)
         elif name in ("to", "float", "double", "type_as"):
             self.put(out, self._round(self.r0(args[0]), out) if out.dtype != args[0].dtype
                      else self.r0(args[0]))
+        elif name in ("sub", "__sub__") and kwargs.get("alpha", 1) == 1 \
+                and self._shift(args[0], args[1], out):
+            pass
         elif base in ("add", "sub", "rsub", "radd", "iadd", "isub"):
             alpha = abs(kwargs.get("alpha", 1))
             a, b = args[0], args[1]
             ra = self.r0(a) if isinstance(a, torch.Tensor) else 0
             rb = self.r0(b) * alpha if isinstance(b, torch.Tensor) else 0
-            r = self._round(ra + rb, out)
+            same = (torch.as_tensor(ra) == 0) & (torch.as_tensor(rb) == 0) & (alpha == 1)
+            if base not in ("iadd", "isub"):   # (in place, a already holds the result)
+                # ±inf (radius 0) plus a finite number is that infinity in both runs
+                same = same | (self._inf(a) & self._finite(b)) | (self._inf(b) & self._finite(a))
+            r = self._ieee(ra + rb, out, same)
             target = args[0] if base in ("iadd", "isub") else out
             self.put(target, r.expand(target.shape).clone())
         elif base in ("mul", "rmul", "imul"):
             a, b = args[0], args[1]
             if not isinstance(b, torch.Tensor):
                 r = self.r0(a) * abs(float(b))
+                same = r == 0
             else:
                 ra, rb = self.r0(a), self.r0(b)
-                r = a.detach().double().abs() * rb + b.detach().double().abs() * ra + ra * rb
-            self.put(args[0] if base == "imul" else out, self._round(r, out).expand(out.shape)
-                     .clone())
+                av, bv = a.detach().double(), b.detach().double()
+                r = av.abs() * rb + bv.abs() * ra + ra * rb
+                same = (ra == 0) & (rb == 0)
+                if base != "imul":             # (in place, a already holds the result)
+                    same = same | ((av == 0) & (ra == 0)) | ((bv == 0) & (rb == 0))
+            self.put(args[0] if base == "imul" else out, self._ieee(r, out, same)
+                     .expand(out.shape).clone())
         elif base in ("neg",):
             self.put(out, self.r0(args[0]))
         elif base in ("div", "truediv"):
@@ -417,13 +695,19 @@ class _Radius(TorchFunctionMode):
             if isinstance(b, torch.Tensor) and self.rad(b) is not None:
                 raise NoRule("division by a tensor with a radius")
             d = b.detach().double().abs() if isinstance(b, torch.Tensor) else abs(float(b))
-            self.put(out, self._round(self.r0(a) / d, out))
+            if isinstance(d, torch.Tensor) and bool((d == 0).any()):
+                raise NoRule("division by a tensor with a zero entry")
+            ra = self.r0(a)
+            self.put(out, self._ieee(ra / d, out, ra == 0))
         elif name in ("linear",):
             x, W = args[0], args[1]
             b = args[2] if len(args) > 2 else kwargs.get("bias")
             self.put(out, self._affine([(x, W, True)], [b], out))
         elif name in ("mm", "matmul", "__matmul__", "bmm"):
-            self.put(out, self._affine([(args[0], args[1])], [], out))
+            r = self._affine([(args[0], args[1])], [], out)
+            self.put(out, torch.where(self._exact_terms(func, args[0], args[1]), 0.0, r))
+        elif name == "einsum":
+            self._einsum(args, out)
         elif name == "addmm":
             C, A, B = args[0], args[1], args[2]
             if kwargs.get("beta", 1) != 1 or kwargs.get("alpha", 1) != 1:
@@ -454,6 +738,15 @@ class _Radius(TorchFunctionMode):
         elif name in ("minimum", "maximum"):
             self.put(out, torch.maximum(self.r0(args[0]), self.r0(args[1])).expand(out.shape)
                      .clone())
+        elif name == "new_tensor":           # a copy of the data, not of the tensor it is called on
+            data = args[1] if len(args) > 1 else kwargs.get("data")
+            self.put(out, self.r0(data).clone() if isinstance(data, torch.Tensor) else None)
+        elif name == "nan_to_num":
+            x, rx = args[0], self.r0(args[0])
+            bad = ~torch.isfinite(x.detach())
+            if bool((bad & (rx > 0)).any()):
+                raise NoRule("nan_to_num of a non-finite entry with a radius")
+            self.put(out, torch.where(bad, 0.0, rx).expand(out.shape).clone())
         elif name in ("isfinite", "isinf", "isnan", "isneginf", "isposinf"):
             pass        # finite radii: a finite value stays finite, an infinite one is exact
         elif name in ("log_softmax", "logsumexp", "amax", "logaddexp", "exp", "log", "sum"):
@@ -484,7 +777,8 @@ class _Radius(TorchFunctionMode):
             if r is not None:
                 self.put(out[0], r[0])
                 self.put(out[1], r[1])
-        elif name in ("gt", "__gt__", "lt", "__lt__", "ge", "__ge__", "le", "__le__"):
+        elif name in ("gt", "__gt__", "lt", "__lt__", "ge", "__ge__", "le", "__le__", "eq",
+                      "__eq__", "ne", "__ne__"):
             a, b = args[0], args[1]
             if isinstance(b, torch.Tensor) and self.rad(b) is not None:
                 raise NoRule(f"comparison {name!r} of two tensors with radii")
@@ -566,8 +860,13 @@ def _run(net: CompiledNetwork, levels: list[np.ndarray], delta: float, fixed: tu
             for n, p in module.named_parameters():
                 if n not in fixed and delta > 0:
                     radii[id(p)] = (p, torch.full(p.shape, float(delta), dtype=torch.float64))
-            with torch.no_grad(), mode:
-                states, logits = module(torch.as_tensor(ids))
+            try:
+                with torch.no_grad(), mode:
+                    states, logits = module(torch.as_tensor(ids))
+            except (NotExact, NoRule) as exc:
+                if mode.note:
+                    raise type(exc)(f"{exc} ({mode.note})") from exc
+                raise
             rs = mode.rad(states)
             if rs is not None and not _decoded_corners(net, states, rs):
                 raise NotExact("a decoded configuration can change")
