@@ -78,9 +78,14 @@ from pdanet.automata.tasks.grefenstette2015 import (
     svo_sov_target,
 )
 from pdanet.automata.tasks.hao2018 import (
+    AGREEMENT_SETS,
     AGREEMENT_WORDS,
     agreement_grammar,
     agreement_machine,
+    agreement_next_auxiliaries,
+    agreement_predictor,
+    agreement_predictor_reference,
+    agreement_prefix_grammar,
     agreement_reference,
     agreement_right_recursive,
     boolean_formula_machine,
@@ -143,6 +148,7 @@ def dataset(task_or_machine, n: int, lengths, seed: int | None = None,
 
 
 __all__ = [
+    "AGREEMENT_SETS",
     "AGREEMENT_WORDS",
     "BLANK",
     "END",
@@ -155,6 +161,10 @@ __all__ = [
     "WeightedCFG",
     "agreement_grammar",
     "agreement_machine",
+    "agreement_next_auxiliaries",
+    "agreement_predictor",
+    "agreement_predictor_reference",
+    "agreement_prefix_grammar",
     "agreement_reference",
     "agreement_right_recursive",
     "apply",

@@ -1,6 +1,7 @@
 """Tasks of Hao et al. (2018), Context-Free Transductions with Neural Stacks: string reversal
 (§3, §4.1; §2.3 without padding), cumulative and delayed XOR (§4.2), parenthesis prediction
-(§4.3), boolean formula evaluation (§4.4) and subject–auxiliary agreement (§4.5).
+(§4.3), boolean formula evaluation (§4.4) and subject–auxiliary agreement (§4.5; the
+auxiliaries that may follow each prefix: `agreement_predictor`).
 
 Transductions are written in the delayed-output form of §2.3: the source w followed by one blank
 ``#`` per output symbol still to come, so that the machine reads one symbol and emits one symbol
@@ -405,10 +406,165 @@ def agreement_sampler(n: int, lengths, rng=None, **probabilities) -> list:
     return grammar_sampler(agreement_grammar(**probabilities), n, lengths, rng)
 
 
+_NUMBER = {"lobster": "sing", "lobsters": "plur"}
+_AUX = {"has": "sing", "have": "plur"}
+_AUX_OF = {"sing": "has", "plur": "have"}
+#: the output symbols of `agreement_predictor`: the set of auxiliaries that may come next
+AGREEMENT_SETS = ("{}", "{has}", "{have}", "{has,have}")
+
+
+def _aux_set(numbers: Collection) -> str:
+    return "{" + ",".join(_AUX_OF[n] for n in ("sing", "plur") if n in numbers) + "}"
+
+
+def _run(kind: str, bottom: str, number: str, first: bool) -> str:
+    """Stack symbol of a run of equal-number NPs: frame kind S (the sentence) or O (an object
+    relative), the frame's bottom number, the run's number; a frame's first run has no colon."""
+    return f"{kind}{bottom[0]}" if first else f"{kind}{bottom[0]}:{number[0]}"
+
+
+def agreement_predictor(name: str = "agreement_predictor") -> DPDT:
+    """Hao et al. (2018) §4.5, Experiment 4 as a transduction: after each word of a sentence
+    prefix, the set of auxiliaries that may come next under `agreement_grammar` — one of the
+    output symbols ``{}``, ``{has}``, ``{have}``, ``{has,have}`` (`AGREEMENT_SETS`); it blocks
+    on a prefix of no sentence. The step that reads the last word of a sentence emits ``{}`` and
+    ends in the accepting state ``end``. A DPDT with ε-moves (pops only); it emits exactly one
+    symbol per word.
+
+    **Derivation.** Call the NPs whose right edge is the current position the *chain* NP_1 ⊃ … ⊃
+    NP_k (NP_{i+1} ends NP_i's last PP ``in NP`` or subject relative ``that aux devoured NP``).
+    The chain is cut into *frames*: a frame starts at the subject of S or of an object relative
+    ``that NP_y aux_y devoured`` and holds the NPs below it up to the next such subject. A
+    modifier (``in``, ``that``) attaches to an NP of the innermost frame; an auxiliary after a
+    complete NP closes the frame and agrees with the frame's first NP; after ``that`` a subject
+    relative's auxiliary agrees with the NP the relative attaches to. Attaching every modifier to
+    the innermost NP keeps the longest chain, whose continuations include those of every other
+    attachment, so the union over parses (the set predicted) is read from that one chain. Only
+    the numbers matter, so a frame is a stack of *runs* of equal-number NPs — the runs
+    alternate, so a frame is its first number b and its number of runs r: after ``that`` the
+    set is {aux(b)} when r = 1 and {has, have} when r ≥ 2; ``that has`` / ``that have`` pops
+    one run when the top run has the other number (block when r = 1); a new NP of the other
+    number pushes a run; the frame-closing auxiliary must agree with b. Each stack symbol is a
+    run carrying (frame kind S/O, b, its number, first run or not); an object relative's
+    auxiliary pops its whole frame by ε-moves (state ``close``). The paper calls its grammar
+    unambiguous, but a relative clause after a PP or a VP object can attach to several NPs:
+    48 of the 1303 non-empty prefixes of ≤ 11 words (4 of the 187 of ≤ 8) admit both
+    auxiliaries (e.g. "the lobster in the lobsters that"); all of them end in ``that``.
+
+    **Not real-time.** No real-time DPDT — one step per word, a bounded number of pops per step,
+    as the Hao et al. controllers (`pdanet.models.hao`) compile — computes these sets, so the
+    ε-moves are needed (compile target ``"buffered_stack_rnn"``). Sketch: let
+    x_m = ``the lobster (in the lobsters in the lobster)^m`` (a frame of 2m + 1 runs), then
+    ``that the lobster (in the lobsters in the lobster)^n`` (an inner frame of 2n + 1 runs,
+    which later queries ``that have slept`` / ``that has slept`` force the machine to count, so
+    its stack height above the lowest cell touched after x_m grows without bound in n), then
+    ``has devoured`` and q_m = ``(that have slept that has slept)^m that``, whose last output is
+    {has} for this m and {has, have} for any larger one. The 6m + 3 steps after the inner
+    frame read only the top O(m) cells, which for large n lie above that lowest cell and are
+    fixed by the finite (state, top symbol, phase in the period) at the last visit there; two
+    m ≠ m' sharing it (pigeonhole) cross into a prefix on which the machine answers for m where
+    m' is right. Verified against `agreement_next_auxiliaries` on every prefix of ≤ 11 words."""
+    ss = ("sing", "plur")
+    info = {}  # stack symbol -> (kind, bottom, number, first)
+    for k in "SO":
+        for b in ss:
+            info[_run(k, b, b, True)] = (k, b, b, True)
+            for n in ss:
+                info[_run(k, b, n, False)] = (k, b, n, False)
+    stack = tuple(info)
+    t: dict = {}
+    t[("start", "the", BOTTOM)] = ("det_S", "{}", (BOTTOM,))
+    for noun, n in _NUMBER.items():
+        # the subject of S, and of an object relative (a new frame's first run)
+        t[("det_S", noun, BOTTOM)] = ("np", _aux_set((n,)), (_run("S", n, n, True), BOTTOM))
+        for x in stack:
+            t[("det_O", noun, x)] = ("np", _aux_set((n,)), (_run("O", n, n, True), x))
+            # an NP extending the chain (in a PP or a VP object): a new run or the same run
+            k, b, top, _ = info[x]
+            push = (x,) if n == top else (_run(k, b, n, False), x)
+            t[("det_C", noun, x)] = ("np", _aux_set((b,)), push)
+    for x, (k, b, top, first) in info.items():
+        t[("np", "in", x)] = ("pp", "{}", (x,))
+        t[("pp", "the", x)] = ("det_C", "{}", (x,))
+        t[("np", "that", x)] = ("that", _aux_set((b,) if first else ss), (x,))
+        t[("that", "the", x)] = ("det_O", "{}", (x,))
+        for aux, n in _AUX.items():
+            # a subject relative attaches to the innermost NP of number n: pop a run if needed
+            if n == top:
+                t[("that", aux, x)] = ("subj", "{}", (x,))
+            elif not first:
+                t[("that", aux, x)] = ("subj", "{}", ())
+        t[("subj", "slept", x)] = ("np", _aux_set((b,)), (x,))
+        t[("subj", "devoured", x)] = ("vobj", "{}", (x,))
+        t[("vobj", "the", x)] = ("det_C", "{}", (x,))
+        # the frame-closing auxiliary agrees with the frame's first NP
+        t[("np", _AUX_OF[b], x)] = ("end" if k == "S" else "close", "{}", (x,))
+        if k == "O":  # pop the object relative's frame, its first run last
+            t[("close", EPSILON, x)] = ("obj" if first else "close", EPSILON, ())
+        t[("obj", "devoured", x)] = ("np", _aux_set((b,)), (x,))
+    states = ("start", "det_S", "det_O", "det_C", "np", "pp", "that", "subj", "vobj", "close",
+              "obj", "end")
+    return DPDT(states, AGREEMENT_WORDS, AGREEMENT_SETS, stack, t, "start", accepting=("end",),
+                name=name)
+
+
+def agreement_prefix_grammar() -> CFG:
+    """The prefixes of the sentences of `agreement_grammar` (ε included): for every nonterminal
+    A a nonterminal ``A~`` with ``A~ → ε`` and ``A~ → X1 … X(i−1) Xi~`` for each rule A → X1 … Xn
+    and each i (``a~`` is the terminal a itself)."""
+    return _agreement_prefix_cfg()
+
+
+@functools.lru_cache(maxsize=1)
+def _agreement_prefix_cfg() -> CFG:
+    g = _agreement_cfg()
+    pre = {a: f"{a}~" for a in g.nonterminals}
+    rules = [(r.lhs, r.body) for r in g.rules] + [(pre[a], ()) for a in g.nonterminals]
+    for r in g.rules:
+        for i, x in enumerate(r.body):
+            rules.append((pre[r.lhs], r.body[:i] + (pre.get(x, x),)))
+    return CFG(tuple(g.nonterminals) + tuple(pre.values()), AGREEMENT_WORDS,
+               list(dict.fromkeys(rules)), pre[g.start], name="agreement_prefixes")
+
+
+def agreement_next_auxiliaries(prefix: Sequence) -> frozenset | None:
+    """The auxiliaries (``has``, ``have``) w such that prefix·w is a prefix of a sentence of
+    `agreement_grammar`, by the chart parser on `agreement_prefix_grammar`; None when `prefix`
+    itself is a prefix of no sentence. A brute-force oracle: O(n³) per call."""
+    p = tuple(prefix)
+    bad = [w for w in p if w not in AGREEMENT_WORDS]
+    if bad:
+        raise InputError(f"{bad[0]!r} is not a word of the agreement task; words: "
+                         f"{', '.join(AGREEMENT_WORDS)}")
+    g = _agreement_prefix_cfg()
+    if not g.generates(p):
+        return None
+    return frozenset(a for a in _AUX if g.generates(p + (a,)))
+
+
+def agreement_predictor_reference(string: Sequence) -> tuple | None:
+    """The per-word outputs of `agreement_predictor` from the oracle
+    (`agreement_next_auxiliaries` of every non-empty prefix, as `AGREEMENT_SETS` symbols); None
+    when `string` is a prefix of no sentence."""
+    s = tuple(string)
+    out = []
+    for t in range(1, len(s) + 1):
+        nxt = agreement_next_auxiliaries(s[:t])
+        if nxt is None:
+            return None
+        out.append(_aux_set({_AUX[a] for a in nxt}))
+    return tuple(out)
+
+
 __all__ = [
+    "AGREEMENT_SETS",
     "AGREEMENT_WORDS",
     "agreement_grammar",
     "agreement_machine",
+    "agreement_next_auxiliaries",
+    "agreement_predictor",
+    "agreement_predictor_reference",
+    "agreement_prefix_grammar",
     "agreement_reference",
     "agreement_right_recursive",
     "agreement_sampler",
