@@ -168,7 +168,11 @@ def test_protocol_data_labels_match_reference(paper, task):
     assert set(train.lengths.tolist()) <= set(sz.train_lengths)
     assert sorted(set(data["test"].lengths.tolist())) == sorted(sz.test_lengths)
     for s, row, n in zip(train.strings(), train.targets, train.lengths.tolist()):
-        if train.kind == "accept":
+        if train.kind == "next_set":          # Suzgun et al. (2019) Table 1, the task's own sets
+            cols = tuple(train.machine.output_alphabet)
+            assert [[bool(row[t, i] > 0.5) for i in range(len(cols))] for t in range(n + 1)] \
+                == [[x in S for x in cols] for S in tasks.task(task).next_sets(s)]
+        elif train.kind == "accept":
             assert [bool(row[t] > 0.5) for t in range(n + 1)] == [bool(ref(s[:t]))
                                                                    for t in range(n + 1)]
         else:

@@ -44,6 +44,10 @@ def machine_of(p: Protocol, size: Size) -> Machine:
     m = tasks.get(p.task, **params)
     if m is None:
         raise InputError(f"task {p.task!r} has no machine with {params}")
+    if p.target == "next_set" and m.output_kind == "accept":
+        from pdanet.models.suzgun import NextSetMachine  # Suzgun et al. 2019 Table 1
+
+        m = NextSetMachine(m)
     return m
 
 

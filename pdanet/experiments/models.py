@@ -31,9 +31,18 @@ PLAIN = ("lstm", "elman")
 
 
 def compile_model(machine, model: str) -> CompiledNetwork:
-    """The compiled network of `model` for `machine` (see the module docstring)."""
+    """The compiled network of `model` for `machine` (see the module docstring). A
+    `pdanet.models.suzgun.NextSetMachine` (a DPDA's next-symbol sets, Suzgun et al. 2019
+    Table 1) compiles its DPDA with ``readout="next_set"`` (the Suzgun stack models)."""
     from pdanet.constructions import compile as compile_net
+    from pdanet.models.suzgun import MODELS as SUZGUN_STACK_MODELS
+    from pdanet.models.suzgun import NextSetMachine
 
+    if isinstance(machine, NextSetMachine):
+        if model not in SUZGUN_STACK_MODELS:
+            raise InputError(f"next-symbol set targets compile into {SUZGUN_STACK_MODELS} "
+                             f"(readout='next_set'), not {model!r}")
+        return compile_net(machine.machine, target="stack_rnn", model=model, readout="next_set")
     if model in PLAIN:
         return compile_net(machine, target=model)
     if model == "hao_buffered":

@@ -70,6 +70,26 @@ on per step), with these choices for the paper's model:
 6. LSTM: the input, forget and output gates are constant (bias ±βH/2: i = o = 1, f = 0
    exactly), the cell gate g carries the Elman unit, so c_t = ±1 and h_t = tanh c_t = ±tanh 1,
    read downstream through ρ ≈ 1/tanh 1 (`RHO`, a rational with |ρ tanh 1 − 1| < 1e-12).
+7. Next-symbol sets (``readout="next_set"``, a real-time DPDA): y_t has one unit per input
+   symbol and one for the end marker ⊣, σ(y_t) > 1/2 (logit +βH/2, else −βH/2) iff the symbol
+   may follow the prefix — u·a is a prefix of a word of L, ⊣ iff u ∈ L — as Suzgun et al.
+   (2019) §4.1 and Table 1 define the target (`NextSetMachine`, the network's ``machine``).
+   Whether a configuration is co-reachable follows from pop summaries of the machine
+   (`_summaries`, a least fixpoint); reachability over abstract cells (symbol, the
+   co-reachable states of the stack below it) then decides whether the set is a function of
+   (state, top) on the reachable live configurations; if not, CompileError names two prefixes
+   that reach the same (state, top) with different sets. When it is, y_t reads the controller
+   state alone, so the controller must hold the top after every step, including after a pop,
+   whose new top the paper's y_t = σ(W_y h_t) could not see in the memory. Layout "held": the
+   controller holds the top one or two stack symbols (mode X, or the pair Z·X with X on top),
+   the memory the stack below them, and each machine move is one push or pop: one held X —
+   push y: push X, hold y; pop: pop, hold the memory's top R; noop: pop, hold R·X; replace by
+   y: pop, hold R·y; two held Z·X — push y: push Z, hold X·y; pop: pop, hold R·Z; noop: push Z,
+   hold X; replace by y: push Z, hold y. R is the reading s_{t−1}^{(0)} (the memory's top
+   before the step), which the popping unit tests through h̃ as in 2.; a pop of the empty
+   memory (nothing under the held symbols, or ⊥ held) leaves it empty and stands for "no
+   change". Empty-stack acceptance needs no bottom marking (⊥ is held). No latch units;
+   ``net.bound`` counts (|Γ| + 1)² modes per machine state.
 
 Baby-NTM construction (`compile_suzgun_baby_ntm`): DFAs / Mealy machines, real-time
 depth-bounded DPDAs and DPDTs (`BoundedPDA`, ``dpda.bounded(m)``) and Dyck-(k, m) (`DyckKM`).
@@ -121,9 +141,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from pdanet import limits
+from pdanet.automata.alphabet import Alphabet
+from pdanet.automata.base import BatchTrace, Machine
 from pdanet.automata.bounded import DyckKM
 from pdanet.automata.dfa import DFA
 from pdanet.automata.pda import PDA, BoundedPDA, DeterministicPushdown
+from pdanet.automata.pdt import DPDT
 from pdanet.automata.store import StoreTransducer
 from pdanet.constructions.abstraction import Abstraction
 from pdanet.constructions.base import CompiledNetwork, ExactWeight, load_exact
@@ -564,21 +587,25 @@ def _fewest_bits(pairs: set, codes: np.ndarray) -> tuple[int, ...]:
     raise CompileError("two store symbols share one code")   # codes are distinct: unreachable
 
 
-def _merge(moves: list[_Move], modes: int, codes: np.ndarray
+def _merge(moves: list[_Move], modes: int, codes: np.ndarray, held: bool = False
            ) -> tuple[tuple[SuzgunUnit, ...], tuple[int, ...], tuple[int, ...]]:
     """The controller's units (module docstring, 3.), the relayed bits (tests on the reading,
     in mode U) and the latched bits (tests on the latch, in mode L): each on the fewest bits
     that tell apart the defined tops whose moves differ; tops alike on them merged, no test
-    where every defined top acts alike; then rectangles (states × inputs) of units alike."""
+    where every defined top acts alike; then rectangles (states × inputs) of units alike.
+    ``held``: the held layout (module docstring, 7.), whose units test the reading in every mode."""
     G = codes.shape[0] - 1
+
+    def on_reading(mode: int) -> bool:
+        return held or mode == U
     groups: dict = {}
     for mv in moves:
         groups.setdefault((mv.c, mv.a), {})[mv.X] = (mv.c2, mv.op, mv.push, mv.out)
     pairs: dict[str, set] = {"reading": set(), "latch": set()}
     for (c, _), g in groups.items():
         mode = c % modes
-        if len(set(g.values())) > 1 and mode in (U, G + 2):
-            pairs["reading" if mode == U else "latch"] |= {
+        if len(set(g.values())) > 1 and (on_reading(mode) or mode == G + 2):
+            pairs["reading" if on_reading(mode) else "latch"] |= {
                 (X1, X2) for X1 in g for X2 in g if X1 < X2 and g[X1] != g[X2]}
     bits = {k: _fewest_bits(v, codes) for k, v in pairs.items()}
     steps: dict = {}
@@ -587,10 +614,11 @@ def _merge(moves: list[_Move], modes: int, codes: np.ndarray
         if len(set(g.values())) == 1:
             keyed = {None: (None, next(iter(g.values())))}
         else:
-            on = bits["reading" if mode == U else "latch"]
+            kind = "reading" if on_reading(mode) else "latch"
+            on = bits[kind]
             keyed = {}
             for X, res in g.items():
-                test = ("reading" if mode == U else "latch",) + tuple(int(codes[X, k]) for k in on)
+                test = (kind,) + tuple(int(codes[X, k]) for k in on)
                 reads = keyed.get(test, ((), res))[0]
                 keyed[test] = (reads + (X,), res)
         for test, (reads, res) in keyed.items():
@@ -615,13 +643,13 @@ def _size(merged: tuple) -> int:
 
 
 def _choose_codes(moves: list[_Move], modes: int, codes: np.ndarray, tries: int = 400,
-                  max_moves: int = 400) -> tuple[np.ndarray, tuple]:
+                  max_moves: int = 400, held: bool = False) -> tuple[np.ndarray, tuple]:
     """Which nonzero code of the given width each store symbol gets: the binary counting codes,
     improved by a seeded local search (swap two symbols' codes, or give one an unused code;
     kept when the controller gets no larger) for machines of at most ``max_moves`` moves.
     Codes decide which units merge (e.g. Dyck-k with one "bottom" bit: the closing units of all
     bracket types become one). Returns the codes and `_merge`'s result for them."""
-    best = (codes, _merge(moves, modes, codes))
+    best = (codes, _merge(moves, modes, codes, held))
     G, m = codes.shape[0] - 1, codes.shape[1]
     if len(moves) > max_moves or G < 2:
         return best
@@ -635,7 +663,7 @@ def _choose_codes(moves: list[_Move], modes: int, codes: np.ndarray, tries: int 
         j = int(rng.integers(len(values)))
         cand[i], cand[j] = cand[j], cand[i]
         trial = np.vstack([values[cand[:G]], np.zeros((1, m), dtype=np.int64)])
-        merged = _merge(moves, modes, trial)
+        merged = _merge(moves, modes, trial, held)
         if _size(merged) <= _size(best[1]):
             use, best = cand, (trial, merged)
     return best
@@ -753,7 +781,9 @@ def _head(lay: _Layout, rho: Fraction, values: np.ndarray, at_start: np.ndarray,
 
 
 def _weights(view: RealtimeTable, c0: int, modes: int, lay: _Layout, codes: np.ndarray,
-             lstm: bool, temperature: Fraction) -> dict:
+             lstm: bool, temperature: Fraction, readout=None) -> dict:
+    """The module's exact weights; ``readout(c2)`` (None: the machine's output) gives the 0/1
+    output column of a unit entering controller state c2 (the next-symbol sets, 7.)."""
     K, H, units = view.K, lay.H, lay.units
     rho = RHO if lstm else Fraction(1)
     W_ih, W_hh, bias, W_sh_bits, h0 = _recurrence(K, c0, lay, rho)
@@ -793,7 +823,11 @@ def _weights(view: RealtimeTable, c0: int, modes: int, lay: _Layout, codes: np.n
         if u.push >= 0:
             vals[:, j] = codes[u.push]
     w["W_n.weight"], w["W_n.bias"] = head(vals, np.zeros(m, dtype=np.int64))
-    if view.output == "symbol":
+    if readout is not None:                              # 7.: y_t = the set of (p, top)
+        first = np.asarray(readout(c0), dtype=np.int64)
+        out = np.array([readout(u.c2) for u in units], dtype=np.int64).reshape(
+            len(units), len(first)).T
+    elif view.output == "symbol":
         out = np.zeros((n_out, len(units)), dtype=np.int64)
         for j, u in enumerate(units):
             out[u.out if u.out >= 0 else none, j] = 1
@@ -927,8 +961,11 @@ def requires_suzgun_stack_lstm(machine) -> str | PdanetError | None:
 
 
 def _compile(machine, lstm: bool, dtype: torch.dtype, temperature: Any, gumbel: bool,
-             depth: int | None) -> CompiledNetwork:
+             depth: int | None, readout: str | None = None) -> CompiledNetwork:
     model = MODELS[int(lstm)]
+    if readout not in READOUTS:
+        raise InputError(f"readout must be one of {READOUTS} (None: the machine's own output), "
+                         f"got {readout!r}")
     view = _view(machine, model)
     if isinstance(view, PdanetError):
         raise view
@@ -941,6 +978,8 @@ def _compile(machine, lstm: bool, dtype: torch.dtype, temperature: Any, gumbel: 
                 f"{model}: {machine!r} pushes without bound but the SuzgunStack was fixed to "
                 f"{depth} cells; drop `depth` (the stack is then sized to each input)")
     tau = Fraction(temperature)
+    if readout == "next_set":
+        return _compile_next_set(machine, view, lstm, dtype, tau, gumbel, depth)
     original = view
     marked = view.empty_stack
     if marked:
@@ -1026,6 +1065,83 @@ def _compile(machine, lstm: bool, dtype: torch.dtype, temperature: Any, gumbel: 
         abstraction=abstraction, info=info)
 
 
+def _compile_next_set(machine, view: RealtimeTable, lstm: bool, dtype: torch.dtype,
+                      tau: Fraction, gumbel: bool, depth: int | None) -> CompiledNetwork:
+    """`_compile` with ``readout="next_set"``: the held layout (module docstring, 7.)."""
+    model = MODELS[int(lstm)]
+    if view.fields != "pushdown" or not isinstance(machine, DeterministicPushdown):
+        raise CompileError(f"{model}: readout 'next_set' takes a real-time DPDA (a recogniser "
+                           f"with a stack); {machine!r} is not one")
+    _, sets = _next_set_table(view, machine, model)
+    target = NextSetMachine(machine)
+    G, K = view.G, view.K
+    modes, moves = _held_moves(view)
+    c0 = view.q0 * modes + G
+    what = f"compiling {machine!r} to {model} (up to {len(moves) + 1:,} hidden units)"
+    hint = "use a smaller machine"
+    limits.check(what, len(moves) + 1, "max_units", hint=hint)
+    limits.check(what, 32 * (len(moves) + 1) * (4 * (len(moves) + K) + G + 8), "max_bytes",
+                 hint=hint)
+    codes = store_codes(G, "binary")
+    codes, (units, rbits, _) = _choose_codes(moves, modes, codes, held=True)
+    zero = (False,) * (K + 1)
+
+    def readout(c2: int) -> np.ndarray:
+        p, mode = divmod(c2, modes)
+        return np.array(sets.get((p, _held_top(mode, G)), zero), dtype=np.int64)
+
+    entry = _entry(c0, "accept", units)        # the output is a function of c2
+    if entry is not None:
+        units = (units[entry],) + units[:entry] + units[entry + 1:]
+    start = entry is None
+    lay = _Layout(start, units, tuple(rbits), (), tuple(rbits))
+    weights = _weights(view, c0, modes, lay, codes, lstm, tau, readout)
+    cls = SuzgunStackLSTM if lstm else SuzgunStackRNN
+    module = cls(K, lay.H, codes, K + 1, float(tau), gumbel, depth)
+    module = load_exact(module, weights, BETA, dtype).eval()   # eval: no Gumbel noise
+
+    def reader(logits: np.ndarray) -> np.ndarray:
+        return np.asarray(logits) > 0
+
+    relays = tuple(lay.relay(k) for k in lay.relay_bits)
+    labels = (("start",) if start else ()) + tuple(_label(u) for u in units) + tuple(
+        f"relay·bit{k}" for k in lay.relay_bits)
+    abstraction = SuzgunController(labels=labels, cell="lstm" if lstm else "rnn", codes=codes,
+                                   start=0 if start else None, units=units, modes=modes,
+                                   bits=lay.relay_bits, reading_bits=tuple(rbits),
+                                   relays=relays, rho=RHO if lstm else Fraction(1),
+                                   symbol_of=tuple(range(G + 1)), state_of=tuple(range(view.Q)))
+    Qs, Ks, Gs, Ws = sp.symbols("Q K G W")
+    bound = Qs * (Gs + 1) ** 2 * Ks * (Gs + 1) + 1 + Ws
+    info = {
+        "model": model, "controller": "lstm" if lstm else "elman", "memory": "suzgun",
+        "readout": "next_set", "layout": "held", "hidden_units": lay.H,
+        "controller_units": len(units) + int(start), "start_unit": start,
+        "relay_units": len(relays), "latch_units": 0, "stack_width": codes.shape[1],
+        "units_with_test": sum(u.test is not None for u in units),
+        "controller_states": len({u.c2 for u in units} | {c0}),
+        "temperature": str(tau), "gumbel": gumbel, "bottom_marked": False,
+        "next_sets": {f"{_state_name(machine, p)}·{_stack_name(machine, X, G)}":
+                      "".join(str(int(b)) for b in s) for (p, X), s in sorted(sets.items())},
+        "step": ("one network step reads one input symbol and applies one push or pop; the "
+                 "controller holds the top one or two stack symbols, the memory the rest"),
+    }
+    argument = ("every unit pre-activation is ±1/2 or beyond (one-hot input, one active unit, "
+                "exact 0/1 readings) and every head pre-activation ±HEAD/2 = ±16; at β = 64 "
+                "tanh(±32) is exactly ±1 and σ(±1024), softmax with gap 2048 exactly 0/1 in "
+                "float32 and float64; y_t's logits are ±1024: σ > 1/2 exactly on the next set")
+    if lstm:
+        argument += ("; LSTM gates i = o = σ(1024) = 1, f = σ(−1024) = 0 exactly, units ±tanh 1 "
+                     f"read through ρ = {RHO} (|ρ tanh 1 − 1| < 1e-12)")
+    return CompiledNetwork(
+        machine=target, module=module, target="stack_rnn", method=model, hidden_units=lay.H,
+        bound=bound, params={"Q": view.Q, "K": K, "G": G, "W": codes.shape[1]},
+        weights=weights, scale=sp.Integer(BETA),
+        decoder=_held_decoder(view, modes, c0, lay, codes), reader=reader,
+        margin=sp.Rational(1, 2), steps_per_symbol=1, scale_argument=argument,
+        abstraction=abstraction, info=info, compiled_from=machine)
+
+
 def _label(u: SuzgunUnit) -> str:
     cs = "|".join(f"c{c}" for c in u.cs)
     a = "|".join(str(a) for a in u.inputs)
@@ -1050,20 +1166,528 @@ def _unmark(decode, symbol_of: tuple[int, ...], state_of: tuple[int, ...]):
 
 
 def compile_suzgun_stack_rnn(machine, dtype: torch.dtype = torch.float32, temperature: Any = 1,
-                             gumbel: bool = False, depth: int | None = None) -> CompiledNetwork:
+                             gumbel: bool = False, depth: int | None = None,
+                             readout: str | None = None) -> CompiledNetwork:
     """Compile a real-time deterministic stack machine into a `SuzgunStackRNN` (module
     docstring): ``temperature`` τ (a positive int or Fraction, folded into W_a), ``gumbel``
     (Gumbel noise while training; none in eval mode), ``depth`` (a fixed stack size; only for
     machines that never push). ``net.bound``: 1 start unit + one unit per (state × mode, input,
-    reading) at most, modes |Γ| + 2 (the held top), + M relay units (M = code width)."""
-    return _compile(machine, False, dtype, temperature, gumbel, depth)
+    reading) at most, modes |Γ| + 2 (the held top), + M relay units (M = code width).
+    ``readout="next_set"`` (a real-time DPDA): y_t is the next-symbol set after each prefix with
+    the end marker last (Suzgun et al. 2019 Table 1; module docstring, 7.), ``net.machine`` the
+    `NextSetMachine` of ``machine``; CompileError when the set is not a function of (state, top
+    of stack) on the reachable configurations."""
+    return _compile(machine, False, dtype, temperature, gumbel, depth, readout)
 
 
 def compile_suzgun_stack_lstm(machine, dtype: torch.dtype = torch.float32, temperature: Any = 1,
-                              gumbel: bool = False, depth: int | None = None) -> CompiledNetwork:
-    """As `compile_suzgun_stack_rnn`, into a `SuzgunStackLSTM` (constant gates, the Elman unit
-    in the cell gate; units ±tanh 1 read through ρ)."""
-    return _compile(machine, True, dtype, temperature, gumbel, depth)
+                              gumbel: bool = False, depth: int | None = None,
+                              readout: str | None = None) -> CompiledNetwork:
+    """As `compile_suzgun_stack_rnn` (``readout`` included), into a `SuzgunStackLSTM`
+    (constant gates, the Elman unit in the cell gate; units ±tanh 1 read through ρ)."""
+    return _compile(machine, True, dtype, temperature, gumbel, depth, readout)
+
+
+# --- next-symbol sets (Suzgun et al. 2019 §4.1, Table 1) -------------------------------------------
+READOUTS = (None, "next_set")
+
+
+@dataclass(frozen=True)
+class _NextSets:
+    """Co-reachability summaries of a real-time deterministic stack recogniser (store codes as in
+    `RealtimeTable`, G = ⊥), a least fixpoint over its moves (the pop summaries of pushdown
+    reachability, Bouajjani, Esparza & Maler 1997): ``local[p, X]`` — from state p with X on top
+    some continuation is accepted before X is popped; ``pops[p][X]`` — the bit mask of the states
+    in which some continuation from (p, X on top) first pops X. For a stack γ the set of states
+    q whose configuration (q, γ) is co-reachable is B(γ) (a bit mask): B(⊥) = {q : local[q, ⊥]},
+    B(γX) = {q : local[q, X] or pops[q][X] ∩ B(γ) ≠ ∅}."""
+
+    view: RealtimeTable
+    local: np.ndarray
+    pops: np.ndarray              # (Q, G + 1) int64 bit masks over states
+
+    def accepts(self, p: Any, X: Any) -> Any:
+        """Acceptance of (p, top X): the final states, or the empty stack (X = ⊥)."""
+        v = self.view
+        return (np.asarray(X) == v.G) if v.empty_stack else np.asarray(v.accepting, bool)[p]
+
+    def above(self, X: Any, below: Any) -> Any:
+        """B(γX) from X and B(γ) (arrays broadcast)."""
+        X, below = np.asarray(X), np.asarray(below, dtype=np.int64)
+        out = np.zeros(np.broadcast(X, below).shape, dtype=np.int64)
+        for q in range(self.view.Q):
+            on = self.local[q, X] | ((self.pops[q, X] & below) != 0)
+            out |= np.where(on, np.int64(1) << q, 0)
+        return out
+
+    def sets(self, p: Any, X: Any, below: Any) -> np.ndarray:
+        """(…, K + 1) bool: the next-symbol sets of configurations (state p, top X, B(stack
+        below X) = ``below``; ⊥ has nothing below, 0): input a is in the set iff the machine
+        has a move on it and the configuration after it is co-reachable; the last column (the
+        end marker) iff (p, X) accepts."""
+        v = self.view
+        p, X, below = np.broadcast_arrays(np.asarray(p), np.asarray(X),
+                                          np.asarray(below, dtype=np.int64))
+        here = self.above(X, below)                                   # B(γX)
+        out = np.zeros(p.shape + (v.K + 1,), dtype=bool)
+        for (q, a, x), (q2, _, pe, ue, y) in v.trans.items():
+            at = (p == q) & (X == x)
+            if not at.any():
+                continue
+            op = op_name(pe, ue)
+            if op == "noop":
+                after = here
+            elif op == "pop":
+                after = below
+            elif op == "replace":
+                after = self.above(np.full_like(X, y), below)
+            else:                                                     # push y on X
+                after = self.above(np.full_like(X, y), here)
+            out[..., a] |= at & ((after >> q2) & 1).astype(bool)
+        out[..., v.K] = self.accepts(p, X)
+        return out
+
+    def live(self, p: Any, X: Any, below: Any) -> np.ndarray:
+        """Whether the configurations are co-reachable (some continuation is accepted)."""
+        return ((self.above(X, below) >> np.asarray(p)) & 1).astype(bool)
+
+    def below_masks_run(self, stack: np.ndarray, depth: np.ndarray) -> np.ndarray:
+        """`below_masks` of a batch run (B, T+1, D) of a real-time machine, incrementally: one
+        step changes only the cells at or above min(depth before, depth after), so each row
+        keeps B(cells 0 … d) of its unchanged cells and extends them by the new ones (O(1)
+        amortised per step instead of O(depth)). Dead rows (depth −1) give 0."""
+        stack, depth = np.asarray(stack), np.asarray(depth)
+        Bn, T1, D = stack.shape
+        rows = np.arange(Bn)
+        cells = np.zeros((Bn, max(D, 1)), dtype=np.int64)      # B(cells 0 … d)
+        cells[:, 0] = self.above(np.full(Bn, self.view.G), 0)
+        known = np.ones(Bn, dtype=np.int64)                     # cells[:, :known] are valid
+        prev = np.zeros(Bn, dtype=np.int64)
+        out = np.zeros((Bn, T1), dtype=np.int64)
+        for t in range(T1):
+            d = depth[:, t]
+            alive = d >= 0
+            known = np.where(alive, np.maximum(np.minimum(known, np.minimum(prev, d) + 1), 1), 1)
+            while True:
+                grow = alive & (known < d)                      # cells below the top: 0 … d − 1
+                if not grow.any():
+                    break
+                r, k = rows[grow], known[grow]
+                cells[r, k] = self.above(np.maximum(stack[r, t, k], 0), cells[r, k - 1])
+                known[grow] += 1
+            out[:, t] = np.where(alive & (d > 0), cells[rows, np.maximum(d - 1, 0)], 0)
+            prev = np.where(alive, d, 0)
+        return out
+
+    def below_masks(self, stack: np.ndarray, depth: np.ndarray) -> np.ndarray:
+        """B(stack below the top) for (…, D) stacks (bottom first, ⊥ = G in cell 0, −1 above
+        the top) of the given depths (symbols above ⊥; ⊥ itself has nothing below: 0)."""
+        stack = np.asarray(stack)
+        depth = np.asarray(depth)
+        B = np.zeros(depth.shape, dtype=np.int64)
+        cur = self.above(np.full(depth.shape, self.view.G), 0)        # B(⊥)
+        for d in range(1, stack.shape[-1]):
+            take = depth == d
+            B = np.where(take, cur, B)
+            if not (depth > d).any():
+                break
+            cur = self.above(np.maximum(stack[..., d], 0), cur)
+        return B
+
+
+def _summaries(view: RealtimeTable) -> _NextSets:
+    """`_NextSets` of a recogniser's table: the least fixpoint of (for each move on (p, a, X)
+    to p2) noop: local[p, X] ⇐ local[p2, X], pops ⊇ pops[p2][X]; replace by y: the same with y;
+    pop: pops[p][X] ∋ p2; push y: local[p, X] ⇐ local[p2, y] or local[q, X] for some q in
+    pops[p2][y], pops[p][X] ⊇ ∪ pops[q][X] over those q."""
+    Q, G = view.Q, view.G
+    if Q > 62:
+        raise CompileError(f"readout 'next_set' handles machines of at most 62 states; this one "
+                           f"has {Q}: minimise it first")
+    local = np.zeros((Q, G + 1), dtype=bool)
+    if view.empty_stack:
+        local[:, G] = True
+    else:
+        local[:, :] = np.asarray(view.accepting, dtype=bool)[:, None]
+    pops = np.zeros((Q, G + 1), dtype=np.int64)
+    moves = [(p, X, p2, op_name(pe, ue), y) for (p, _, X), (p2, _, pe, ue, y)
+             in view.trans.items()]
+    changed = True
+    while changed:
+        changed = False
+        for p, X, p2, op, y in moves:
+            if op == "pop":
+                lo, po = False, np.int64(1) << p2
+            elif op in ("noop", "replace"):
+                Z = X if op == "noop" else y
+                lo, po = local[p2, Z], pops[p2, Z]
+            else:
+                lo, po = local[p2, y], np.int64(0)
+                for q in range(Q):
+                    if (pops[p2, y] >> q) & 1:
+                        lo = lo or local[q, X]
+                        po |= pops[q, X]
+            if lo and not local[p, X]:
+                local[p, X] = True
+                changed = True
+            if po & ~pops[p, X]:
+                pops[p, X] |= po
+                changed = True
+    return _NextSets(view, local, pops)
+
+
+def _next_set_table(view: RealtimeTable, machine, model: str
+                    ) -> tuple[_NextSets, dict[tuple[int, int], tuple[bool, ...]]]:
+    """The next-symbol set of every live reachable configuration as a function of (state, top):
+    ``{(p, X): set}`` — or CompileError when two reachable co-reachable configurations with the
+    same state and top have different sets (the readout reads only the controller, which holds
+    the state and the top), naming two prefixes that lead there (also as ``error.prefixes``).
+
+    Reachability runs over abstract configurations whose cells are (symbol, B(stack below it)):
+    one *frame* per pushed cell and entry state, its heads (state, top) reachable before the
+    cell is popped, its return states, and the heads (of the frames) that pushed it (the
+    summary algorithm for pushdown reachability); each head keeps a shortest-found prefix."""
+    if view.output != "accept" or view.kind != "stack":
+        raise CompileError(f"{model}: readout 'next_set' needs a recogniser whose store is a stack "
+                           f"(the next-symbol sets of its language, Suzgun et al. 2019 Table 1); "
+                           f"{machine!r} is a {view.output!r} machine on a {view.kind}")
+    for (p, a, X), (_, _, pe, _, _) in view.trans.items():
+        if X == view.G and pe is not None:
+            raise CompileError(f"{model}: {machine!r} pops the empty stack ⊥ (state {p}, input "
+                               f"{a}); a stack machine never removes ⊥")
+    ns = _summaries(view)
+    G = view.G
+    init = (-1, G, 0)
+    heads: dict[tuple, dict[tuple[int, int], tuple]] = {init: {(view.q0, G): ()}}
+    entry: dict[tuple, tuple] = {init: ()}
+    callers: dict[tuple, set] = {init: set()}
+    rets: dict[tuple, dict[int, tuple]] = {init: {}}
+    todo = [(init, view.q0, G)]
+    what = f"the next-symbol sets of {machine!r}"
+
+    def add(f: tuple, p: int, X: int, path: tuple) -> None:
+        if (p, X) not in heads[f]:
+            heads[f][(p, X)] = path
+            todo.append((f, p, X))
+
+    while todo:
+        f, p, X = todo.pop()
+        below = f[2]
+        path = heads[f][(p, X)]
+        for a in range(view.K):
+            mv = view.trans.get((p, a, X))
+            if mv is None:
+                continue
+            p2, _, pe, ue, y = mv
+            op = op_name(pe, ue)
+            if op == "noop":
+                add(f, p2, X, path + (a,))
+            elif op == "replace":
+                add(f, p2, y, path + (a,))
+            elif op == "pop":
+                if p2 not in rets[f]:
+                    rets[f][p2] = path + (a,)
+                    for cf, cp, cX, ca in list(callers[f]):
+                        add(cf, p2, cX, heads[cf][(cp, cX)] + (ca,) + path + (a,))
+            else:                                   # push y: a new frame (y, B(stack below y))
+                g = (p2, y, int(ns.above(X, below)))
+                if g not in heads:
+                    limits.check(what, sum(len(h) for h in heads.values()) + 1, "max_units",
+                                 hint="use a smaller machine")
+                    heads[g], callers[g], rets[g] = {(p2, y): ()}, set(), {}
+                    entry[g] = entry[f] + path + (a,)
+                    todo.append((g, p2, y))
+                call = (f, p, X, a)
+                if call not in callers[g]:
+                    callers[g].add(call)
+                    for q, rpath in list(rets[g].items()):
+                        add(f, q, X, path + (a,) + rpath)
+    table: dict[tuple[int, int], tuple[bool, ...]] = {}
+    seen: dict[tuple[int, int], tuple] = {}
+    for f, hs in heads.items():
+        for (p, X), path in hs.items():
+            if not ns.live(p, X, f[2]):
+                continue
+            s = tuple(bool(v) for v in ns.sets(p, X, f[2]))
+            prefix = entry[f] + path
+            if (p, X) in table and table[(p, X)] != s:
+                other = seen[(p, X)]
+                a = next(i for i in range(len(s)) if s[i] != table[(p, X)][i])
+                sym = (machine.alphabet.symbols[a] if a < view.K else "the end marker")
+                err = CompileError(
+                    f"{model}: readout 'next_set' needs the next-symbol set of {machine!r} to be "
+                    f"a function of (state, top of stack), which the controller holds; after "
+                    f"{_word(machine, other)} and after {_word(machine, prefix)} the machine is "
+                    f"in state {_state_name(machine, p)} with top {_stack_name(machine, X, G)}, "
+                    f"but {sym!r} may follow only one of them (it depends on the stack below "
+                    "the top). Compile the machine's own output (no readout) instead")
+                err.prefixes = (machine.alphabet.decode(list(other)),     # type: ignore[attr-defined]
+                                machine.alphabet.decode(list(prefix)))
+                raise err
+            table[(p, X)] = s
+            seen.setdefault((p, X), prefix)
+    return ns, table
+
+
+def _word(machine, ids: tuple) -> str:
+    return repr("".join(map(str, machine.alphabet.decode(list(ids))))) if ids else "ε"
+
+
+def _state_name(machine, p: int) -> str:
+    states = getattr(machine, "states", None)
+    try:
+        return repr(tuple(states)[p])
+    except (TypeError, IndexError):
+        return str(p)
+
+
+def _stack_name(machine, X: int, G: int) -> str:
+    if X == G:
+        return "⊥ (empty stack)"
+    alpha = getattr(machine, "stack_alphabet", None)
+    return repr(alpha.symbols[X]) if alpha is not None else str(X)
+
+
+# The "held" layout of the Stack-RNN / Stack-LSTM for readout="next_set" (module docstring, 7.):
+# the controller holds the top one or two stack symbols, the memory the stack below them. Mode X
+# (0 … G): one held symbol X (G: the empty stack); mode G + 1 + Z·G + X: two held, X on top of
+# Z (Z = G: nothing under X, the memory is empty).
+def _held_modes(G: int) -> int:
+    return (G + 1) + (G + 1) * G
+
+
+def _held_top(mode: int, G: int) -> int:
+    return mode if mode <= G else (mode - G - 1) % G
+
+
+def _held_pair(Z: int, X: int, G: int) -> int:
+    return G + 1 + Z * G + X
+
+
+def _stack_below(view: RealtimeTable) -> dict[int, set]:
+    """For each store symbol, the symbols that may lie directly under it (⊥ = G included): what a
+    push put it on, or what lay under the symbol it replaced (a fixpoint; an over-approximation
+    of the reachable stacks)."""
+    below: dict[int, set] = {g: set() for g in range(view.G)}
+    changed = True
+    while changed:
+        changed = False
+        for (_, _, X), (_, _, pe, ue, y) in view.trans.items():
+            op = op_name(pe, ue)
+            new = {X} if op == "push" else below[X] if op == "replace" and X != view.G else None
+            if new is not None and not new <= below[y]:
+                below[y] |= new
+                changed = True
+    return below
+
+
+def _held_moves(view: RealtimeTable) -> tuple[int, list[_Move]]:
+    """The moves of the held layout from the reachable controller states: each machine move is one
+    push or pop of the memory (module docstring, 7.); a move that pops a nonempty memory brings
+    its top R (the reading, which the unit tests) into the controller, one move per R that may
+    lie there (``_Move.X`` = R; G for moves that do not read)."""
+    G = view.G
+    modes = _held_modes(G)
+    below = _stack_below(view)
+    c0 = view.q0 * modes + G
+    seen, todo, moves = {c0}, [c0], []
+    while todo:
+        c = todo.pop()
+        p, mode = divmod(c, modes)
+        two = mode > G
+        Z, X = divmod(mode - G - 1, G) if two else (G, mode)
+        for a in range(view.K):
+            mv = view.trans.get((p, a, X))
+            if mv is None:
+                continue                                    # dead: no unit fires
+            p2, _, pe, ue, y = mv
+            op = op_name(pe, ue)
+            steps: list[tuple[int, int, str, int]] = []     # (reading, mode after, op, pushed)
+            if not two:
+                if op == "push":                            # memory ← X (⊥: nothing to keep)
+                    steps = [(G, y, "push", X) if X != G else (G, y, "pop", -1)]
+                elif X == G:                                # noop on ⊥: the memory is empty
+                    steps = [(G, G, "pop", -1)]
+                else:                                       # noop / pop / replace: pop memory
+                    for R in sorted(below[X]):
+                        after = {"noop": _held_pair(R, X, G), "pop": R,
+                                 "replace": _held_pair(R, y, G)}[op]
+                        steps.append((R, after, "pop", -1))
+            elif op == "pop" and Z != G:                    # top Z, memory top R under it
+                steps = [(R, _held_pair(R, Z, G), "pop", -1) for R in sorted(below[Z])]
+            else:
+                after = {"noop": X, "replace": y, "pop": G,
+                         "push": _held_pair(X, y, G)}[op]
+                steps = [(G, after, "push", Z) if Z != G else (G, after, "pop", -1)]
+            for R, m2, mop, code in steps:
+                c2 = p2 * modes + m2
+                moves.append(_Move(c, a, R, c2, mop, code, -1))
+                if c2 not in seen:
+                    seen.add(c2)
+                    todo.append(c2)
+    return modes, moves
+
+
+def _held_decoder(view: RealtimeTable, modes: int, c0: int, lay: _Layout, codes: np.ndarray):
+    """states → the machine's fields in the held layout: the state is the active unit's c2 //
+    modes, the stack ⊥, the memory's cells (bottom first), then the one or two held symbols."""
+    G, H, m = view.G, lay.H, codes.shape[1]
+    target = _unit_targets(lay, c0, view.Q * modes)
+
+    def decode(states: np.ndarray) -> dict[str, np.ndarray]:
+        states = np.asarray(states)
+        c = _active_unit(states, target)
+        dead = c < 0
+        state = np.where(dead, -1, c // modes)
+        if view.fields == "dfa":
+            return {"state": state}
+        mode = np.where(dead, G, c % modes)
+        two = mode > G
+        lower = np.where(two, (mode - G - 1) // max(G, 1), G)
+        upper = np.where(two, (mode - G - 1) % max(G, 1), mode)
+        n = np.rint(states[..., H + m]).astype(np.int64)
+        contents = np.rint(states[..., H + m + 1:]).astype(np.int64)
+        has_lo, has_up = lower != G, upper != G
+        depth = np.where(dead, -1, n + has_lo + has_up)
+        B, T1 = n.shape
+        D = max(int(depth.max(initial=0)) + 1, 1)
+        stack = np.full((B, T1, D), -1, dtype=np.int64)
+        stack[..., 0] = G
+        w = min(D - 1, contents.shape[2])
+        i = np.arange(1, 1 + w)
+        stack[..., 1:1 + w] = np.where(i < n[..., None] + 1, contents[..., :w], -1)
+        for sym, on, pos in ((lower, has_lo, n + 1), (upper, has_up, n + 1 + has_lo)):
+            b, t = np.nonzero(on & ~dead)
+            ok = pos[b, t] < D
+            stack[b[ok], t[ok], pos[b, t][ok]] = sym[b, t][ok]
+        stack[dead] = -1
+        top = np.where(dead, -1, np.take_along_axis(stack, np.maximum(depth, 0)[..., None],
+                                                    axis=2)[..., 0])
+        return {"state": state, "stack": stack, "depth": depth, "top": top}
+
+    return decode
+
+
+@dataclass(frozen=True)
+class NextSetConfig:
+    """A configuration of `NextSetMachine`: the machine's ``config`` and the co-reachability
+    masks of its stack (`_NextSets`): ``below`` = B(the stack below the top), ``chain`` the
+    masks further down as nested pairs (mask, chain) (None: none)."""
+
+    config: Any
+    below: int
+    chain: Any = None
+
+
+class NextSetMachine(Machine):
+    """The next-symbol sets of a real-time DPDA's language (Suzgun et al. 2019 §4.1, Table 1):
+    the same configurations and batch fields as ``machine``, but the output after each prefix u
+    is the set of input symbols a such that u·a is a prefix of a word of L(machine), plus the
+    end marker `END` when u ∈ L (``output_alphabet`` = the input symbols, then `END`).
+
+    The sets are decided exactly from the whole configuration (state, stack) through the
+    co-reachability summaries of `_summaries` (the stack read bottom-up, O(depth) per
+    configuration), so they hold whether or not they are a function of (state, top). A
+    configuration from which no word of L can be reached is dead (`dead_batch`): no word of L
+    has that prefix, so Table 1 gives it no set. `compile_suzgun_stack_rnn(...,
+    readout="next_set")` returns a network for this machine (``net.compiled_from`` is
+    ``machine``), so ``pn.verify(machine, net)`` compares next-symbol sets."""
+
+    output_kind = "next_set"
+
+    def __init__(self, machine: DeterministicPushdown):
+        if not isinstance(machine, DeterministicPushdown) or isinstance(machine, DPDT):
+            raise InputError(f"NextSetMachine takes a real-time DPDA (a recogniser with a stack), "
+                             f"got {machine!r}")
+        from pdanet.automata.tasks.task import END
+
+        try:
+            view = realtime_table(machine)
+        except CompileError as exc:
+            raise InputError(f"NextSetMachine: {exc}") from None
+        if END in machine.alphabet:
+            raise InputError(f"{machine!r} reads the end marker {END!r} as input; rename it")
+        self.machine = machine
+        self.alphabet = machine.alphabet
+        self.output_alphabet = Alphabet(tuple(machine.alphabet) + (END,))
+        self.name = f"next_sets({getattr(machine, 'name', None) or machine!r})"
+        self._key = ("next_sets", machine)
+        self._cache("_ns", _summaries(view))
+
+    def __repr__(self) -> str:
+        return f"<NextSetMachine of {self.machine!r}>"
+
+    @property
+    def summaries(self) -> _NextSets:
+        return self.__dict__["_ns"]
+
+    def initial(self) -> NextSetConfig:
+        return NextSetConfig(self.machine.initial(), 0, None)
+
+    def step(self, config: NextSetConfig, symbol: Any) -> NextSetConfig:
+        """The machine's step; the mask B(stack below the top) follows the stack: a push puts
+        B(old stack) on top of the chain, a pop takes it off (O(1) per step)."""
+        inner = self.machine.step(config.config, symbol)
+        if self.machine.is_dead(inner):
+            return NextSetConfig(inner, 0, None)
+        d1, d2 = len(config.config.stack), len(inner.stack)
+        if d2 > d1:                                             # push
+            X = self._code(config.config.stack.top)            # ⊥: config.below is 0
+            below = int(self.summaries.above(X, config.below))
+            return NextSetConfig(inner, below, (config.below, config.chain))
+        if d2 < d1:                                             # pop
+            below, chain = config.chain if config.chain is not None else (0, None)
+            return NextSetConfig(inner, below, chain)
+        return NextSetConfig(inner, config.below, config.chain)
+
+    def _code(self, symbol: Any) -> int:
+        alpha = self.machine.stack_alphabet
+        return alpha.index(symbol) if symbol in alpha else len(alpha)      # ⊥: G
+
+    def _head(self, config: NextSetConfig) -> tuple[int, int, int]:
+        inner = config.config
+        return (self.machine.state_index(inner.state), self._code(inner.stack.top),
+                config.below)
+
+    def output(self, config: NextSetConfig) -> frozenset:
+        if self.is_dead(config):
+            return frozenset()
+        row = self.summaries.sets(*self._head(config))
+        return frozenset(x for x, on in zip(self.output_alphabet, row) if on)
+
+    def is_dead(self, config: NextSetConfig) -> bool:
+        if self.machine.is_dead(config.config):
+            return True
+        return not bool(self.summaries.live(*self._head(config)))
+
+    def _sets(self, fields: dict) -> tuple[np.ndarray, np.ndarray]:
+        state, top = np.asarray(fields["state"]), np.asarray(fields["top"])
+        dead = state < 0
+        p, X = np.maximum(state, 0), np.maximum(top, 0)
+        stack, depth = np.asarray(fields["stack"]), np.asarray(fields["depth"])
+        if stack.ndim == 3:
+            below = self.summaries.below_masks_run(stack, np.where(dead, -1, depth))
+        else:
+            below = self.summaries.below_masks(stack, np.maximum(depth, 0))
+        live = ~dead & self.summaries.live(p, X, below)
+        sets = self.summaries.sets(p, X, below) & live[..., None]
+        return sets, live
+
+    def run_batch(self, ids: np.ndarray, lengths: np.ndarray | None = None) -> BatchTrace:
+        """The machine's fields (``state``, ``stack``, ``depth``, ``top``) and ``output`` (B,
+        T+1, K + 1) bool: the next-symbol sets, the end marker last (all False where dead)."""
+        trace = self.machine.run_batch(ids, lengths)
+        fields = dict(trace.fields)
+        fields["output"] = self._sets(fields)[0]
+        return BatchTrace(trace.lengths, fields)
+
+    def dead_batch(self, fields: dict) -> np.ndarray:
+        """Dead: blocked (state −1) or no word of the language has this prefix — exactly where
+        the next-symbol set is empty (a live prefix is in L, so ends, or has a live successor)."""
+        out = fields.get("output")
+        if out is not None and np.asarray(out).ndim == 3:
+            return ~np.asarray(out).any(-1)
+        return ~self._sets(fields)[1]
 
 
 # --- the Baby-NTM construction ---------------------------------------------------------------------
@@ -1540,7 +2164,8 @@ EXAMPLE_SUZGUN_STACK_RNN = _example()
 EXAMPLE_SUZGUN_STACK_LSTM = EXAMPLE_SUZGUN_STACK_RNN
 
 __all__ = ["BETA", "EXAMPLE_SUZGUN_BABY_NTM", "EXAMPLE_SUZGUN_STACK_LSTM",
-           "EXAMPLE_SUZGUN_STACK_RNN", "HEAD", "MODELS", "NTM_OPS", "RHO", "BabyNTMController",
+           "EXAMPLE_SUZGUN_STACK_RNN", "HEAD", "MODELS", "NTM_OPS", "READOUTS", "RHO",
+           "BabyNTMController", "NextSetConfig", "NextSetMachine",
            "SuzgunBabyNTM", "SuzgunController", "SuzgunStackLSTM", "SuzgunStackRNN",
            "SuzgunUnit", "compile_suzgun_baby_ntm", "compile_suzgun_stack_lstm",
            "compile_suzgun_stack_rnn",
