@@ -740,3 +740,31 @@ def test_baby_ntm_refusals_are_typed_and_name_the_models():
     assert requires_suzgun_baby_ntm(DyckKM(2, 2)) is None
     assert isinstance(requires_suzgun_baby_ntm(DyckKM(10**9, 3)), ResourceError)
     assert requires_suzgun_baby_ntm(EXAMPLE_SUZGUN_BABY_NTM) is None
+
+
+@settings(max_examples=25, deadline=None)
+@given(_dfa(), st.booleans(), st.integers(0, 2**16))
+def test_stack_models_on_a_dfa_decode_from_the_window_run(machine, lstm, seed):
+    """On a DFA (``control_only``) verify runs `forward_decoded` = the O(1)-per-step window run:
+    the same logits and decoded states as `forward`, padding included."""
+    compile_ = compile_suzgun_stack_lstm if lstm else compile_suzgun_stack_rnn
+    net = compile_(machine)
+    assert net.module.control_only
+    rng = np.random.default_rng(seed)
+    ids = torch.as_tensor(rng.integers(-1, len(machine.alphabet), (4, 12)))
+    ids[0] = torch.as_tensor(rng.integers(0, len(machine.alphabet), 12))
+    full, fast = net.module.forward(ids), net.module.forward_decoded(ids)
+    assert torch.equal(full[1], fast[1])
+    np.testing.assert_array_equal(net.decode(full[0])["state"], net.decode(fast[0])["state"])
+
+
+def test_stack_model_on_a_dfa_long_strings_and_a_mutant():
+    m = pn.tasks.get("cycle_navigation")
+    net = compile_suzgun_stack_rnn(m)
+    ids, _ = pn.tasks.long_strings("cycle_navigation", 16, 2000, 0)
+    assert pn.verify(m, net, strings=ids, max_length=None, samples=0, long_samples=0,
+                     dtype="float32").ok
+    with torch.no_grad():                  # a wrong readout bias: verify reports, never raises
+        net.module.W_y.bias.add_(1e4)
+    rep = pn.verify(m, net, strings=ids, max_length=None, samples=0, long_samples=0)
+    assert not rep.ok and rep.counterexample is not None

@@ -323,6 +323,16 @@ class _SuzgunStackModel(_SuzgunController):
         states = torch.cat([hs_t, rs_t, stack.tail(x)], 2)
         return states, self.W_y(hs_t)
 
+    @torch.no_grad()
+    def forward_decoded(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """What `pdanet.verify` runs: `forward`, or — where the compiled network's decoder reads
+        only [h_t; s_t^{(0)}] (``control_only``: set at compile for a DFA, whose decoded field is
+        the state alone) — `forward_window`'s states and logits when it proves them exact: the
+        same h_t, reading and logits (its first H + width columns are `forward`'s) in O(1) per
+        step instead of the stack's O(t) cells."""
+        out = self.forward_window(ids, 1) if getattr(self, "control_only", False) else None
+        return out if out is not None else self.forward(ids)
+
 
 class SuzgunStackRNN(_SuzgunStackModel):
     """Stack-RNN of Suzgun et al. (2019) §3.1 (module docstring): an Elman tanh controller
@@ -1015,6 +1025,7 @@ def _compile(machine, lstm: bool, dtype: torch.dtype, temperature: Any, gumbel: 
                                                                             state_of)
     if view.fields == "pushdown":
         module.window_decoder = window
+    module.control_only = view.fields == "dfa"      # the decoder reads [h_t; s_t^(0)] alone
     reader = _reader(view)
     relays = tuple(lay.relay(k) for k in lay.relay_bits)
     latches = tuple(lay.latch(k) for k in lay.latch_bits)
