@@ -367,3 +367,192 @@ def test_step_bad_input():
     _, r = stack.step(state, good)                       # the old state stays usable
     _, r2 = stack.step(state, good)
     assert state.time == 0 and torch.equal(r, r2) and r.shape == (2, 2, 3)
+
+
+# --- forward_decoded / forward_window: the stack as symbol ids --------------------------------
+def _live_ids(machine, n: int, lengths, seed: int) -> tuple[torch.Tensor, np.ndarray]:
+    from pdanet.verify.strings import random_live_strings
+
+    ids, lens = random_live_strings(machine, n, lengths, np.random.default_rng(seed))
+    return torch.as_tensor(ids), lens
+
+
+def _specified(lens: np.ndarray, T: int) -> np.ndarray:
+    """(B, T+1) bool: the positions t ≤ length of each row (what forward specifies)."""
+    return np.arange(T + 1)[None, :] <= lens[:, None]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(machine=strategies.realtime_dpda(max_states=3), variant=st.sampled_from(sorted(COMPILERS)),
+       window=st.sampled_from([None, None, 1, 2, 3]), seed=st.integers(0, 10**6))
+def test_forward_decoded_equals_forward(machine, variant, window, seed):
+    """On live strings of random compiled machines (every action row exactly one-hot), the run
+    with the stack as symbol ids is taken and equals `forward` bit for bit at every specified
+    position (states, logits, the decoded fields); with a window, runs die as in forward."""
+    net = COMPILERS[variant](machine, window=window)
+    ids, lens = _live_ids(machine, 12, (0, 7), seed)
+    if ids.shape[1] == 0:
+        return
+    mod = net.module
+    fast = mod._discrete(ids, None)
+    assert fast is not None                                   # the discrete path is taken
+    slow = mod.forward(ids)
+    spec = torch.as_tensor(_specified(lens, ids.shape[1]))
+    for a, b in zip(fast, slow):
+        assert torch.equal(a[spec], b[spec])
+    assert torch.equal(mod.forward_decoded(ids)[0][spec], slow[0][spec])
+    da, db = net.decode(fast[0]), net.decode(slow[0])
+    for k in db:
+        assert np.array_equal(da[k][spec.numpy()], db[k][spec.numpy()]), k
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(machine=strategies.realtime_dpda(max_states=3), variant=st.sampled_from(sorted(COMPILERS)),
+       seed=st.integers(0, 10**6))
+def test_forward_window_fields_equal_the_machines(machine, variant, seed):
+    """forward_window + the compiled window_decoder give the machine's ``run_batch_window``
+    fields (state, depth, top, the top three cells) at every live position."""
+    net = COMPILERS[variant](machine)
+    ids, lens = _live_ids(machine, 10, (0, 24), seed)
+    if ids.shape[1] == 0:
+        return
+    out = net.module.forward_window(ids, 3)
+    assert out is not None
+    got = net.module.window_decoder(out[0].numpy())
+    exp = machine.run_batch_window(ids.numpy(), lens, 3).fields
+    live = _specified(lens, ids.shape[1]) & (exp["state"] >= 0)
+    for k in ("state", "depth", "top", "stack_top"):
+        assert np.array_equal(got[k][live], exp[k][live]), k
+    assert np.array_equal(net.readout(out[1])[live], exp["output"][live])
+
+
+@pytest.mark.parametrize("variant", sorted(COMPILERS))
+def test_forward_decoded_float64(variant):
+    machine = dc.EXAMPLE_DUSELL_CHIANG_RNS
+    net = COMPILERS[variant](machine, dtype=torch.float64)
+    ids, lens = _live_ids(machine, 16, (0, 9), 2)
+    fast, slow = net.module._discrete(ids, None), net.module(ids)
+    assert fast is not None and fast[0].dtype == torch.float64
+    spec = torch.as_tensor(_specified(lens, ids.shape[1]))
+    for a, b in zip(fast, slow):
+        assert torch.equal(a[spec], b[spec])
+
+
+@pytest.mark.parametrize("variant", sorted(COMPILERS))
+def test_not_one_hot_falls_back_to_forward(variant):
+    """A perturbed compiled network (actions no longer exactly one-hot) and a randomly
+    initialised one: forward_window is None and forward_decoded is forward."""
+    machine = pn.tasks.get("dyck2")
+    net = COMPILERS[variant](machine)
+    ids, _ = _live_ids(machine, 6, (3, 8), 1)
+    with torch.no_grad():
+        net.module.actions.weight.mul_(1e-3)           # saturation lost: Δ rows spread out
+    rand = dc.DuSellChiangRNN(3, 2, 3, dc.MODEL_VARIANTS[variant], hidden=5)
+    for mod, x in ((net.module, ids), (rand, torch.randint(-1, 3, (4, 6)))):
+        assert mod._discrete(x, None) is None and mod.forward_window(x, 3) is None
+        for a, b in zip(mod.forward_decoded(x), mod(x)):
+            assert torch.equal(a, b)
+
+
+def test_not_one_hot_on_long_strings_names_the_step():
+    """Where the stack cannot be kept as symbol ids (the action gap shrunk to 5%: below the
+    test's cut) and forward's O(T²)-memory chart is over the limits, the typed ResourceError
+    says which step of which row was not one-hot."""
+    machine = pn.tasks.get("dyck2")
+    net = dc.compile_dusell_chiang_rns(machine)
+    ids, _ = _live_ids(machine, 2, 1500, 4)
+    assert net.module.forward_window(ids, 3) is not None
+    with torch.no_grad():
+        net.module.actions.weight.mul_(0.05)
+    assert net.module.forward_window(ids, 3) is None
+    with pytest.raises(pn.errors.ResourceError, match=r"step 1 of row 0: the action row"):
+        net.module.forward_decoded(ids)
+
+
+def test_forward_window_bad_input():
+    net = dc.compile_dusell_chiang_rns(dc.EXAMPLE_DUSELL_CHIANG_RNS)
+    for bad in (0, True, 1.5):
+        with pytest.raises(InputError, match="cells"):
+            net.module.forward_window(torch.zeros(1, 2, dtype=torch.long), bad)
+    with pytest.raises(InputError, match="batch, time"):
+        net.module.forward_decoded(torch.zeros(3, dtype=torch.long))
+
+
+@pytest.mark.parametrize("variant", sorted(COMPILERS))
+def test_verify_long_strings(variant):
+    """32 busy Dyck-2 strings of length 2,000 (float32) verify through forward_window (state,
+    depth, top, the top three cells, output at every step)."""
+    machine = pn.tasks.get("dyck2")
+    net = COMPILERS[variant](machine)
+    rep = pn.verify(machine, net, max_length=None, samples=0, long_samples=32, long_length=2000,
+                    seed=5)
+    assert rep.ok, rep.counterexample
+    assert rep.phases[-1].name == "long" and rep.strings_checked == 32
+    assert {"state", "depth", "top", "stack_top", "output"} <= set(rep.fields)
+
+
+def _push_pop_machine() -> DPDA:
+    """a pushes A, b pushes B, c pops (a no-op on ⊥); accepts on the empty stack: every (state,
+    input, top) has a move, so a compiled network with a wrong move stays one-hot."""
+    t = {}
+    for x in ("A", "B", BOTTOM):
+        t[(0, "a", x)] = (0, ("A", x))
+        t[(0, "b", x)] = (0, ("B", x))
+        t[(0, "c", x)] = (0, (x,) if x is BOTTOM else ())
+    return DPDA([0], "abc", ["A", "B"], t, 0, acceptance="empty_stack")
+
+
+@pytest.mark.parametrize("variant", ["ns", "rns"])
+def test_wrong_push_weight_fails_on_long_strings_at_its_first_use(variant):
+    """One wrong weight: the unit of (a, top A) pushes B instead of A (one entry of W_ha
+    moved). Verify on long strings only reports it, at the first step where a is read on an
+    unmarked A (machine depth ≥ 2), on the top cells."""
+    machine = _push_pop_machine()
+    net = COMPILERS[variant](machine)
+    mod = net.module
+    Q, N = mod.num_states, mod.num_stack
+    A_, B_ = machine.stack_alphabet.index("A"), machine.stack_alphabet.index("B")
+    a = machine.alphabet.index("a")
+    j, (q, _, n, r, v) = next((j, mv) for j, mv in enumerate(net.abstraction.moves)
+                              if mv[1] == a and mv[2] == 1 + A_)
+    assert v == 1 + A_                                  # push the unmarked A
+    row = ((q * N + n) * Q + r) * (2 * N + 1)
+    with torch.no_grad():
+        w = mod.actions.weight
+        w[row + 1 + B_, j], w[row + v, j] = w[row + v, j].clone(), 0.0
+    rep = pn.verify(machine, net, max_length=None, samples=0, long_samples=2, long_length=2000,
+                    seed=3)
+    assert not rep.ok
+    cex = rep.counterexample
+    assert cex.phase == "long" and len(cex.string) == 2000
+    assert cex.field in ("top", "stack_top") and cex.expected != cex.got
+    ids = machine.alphabet.encode(cex.string)[None]
+    tr = machine.run_batch(ids, np.array([ids.shape[1]])).fields
+    hits = [t for t in range(1, ids.shape[1] + 1) if ids[0, t - 1] == a
+            and tr["depth"][0, t - 1] >= 2 and tr["top"][0, t - 1] == A_]
+    assert cex.step == hits[0]
+    assert not pn.verify(machine, net, strings=[cex.string[:cex.step]], max_length=None,
+                         samples=0, long_samples=0).ok          # and the whole-stack check
+
+
+@pytest.mark.parametrize("variant", ["ns_s", "ns_u"])
+def test_wrong_output_weight_fails_on_long_strings(variant):
+    """Dyck-2 (ε accepted: units moving into rejecting configurations vote −1): one readout
+    weight zeroed makes that move accept. Verify on long strings only finds it, with the string
+    and the step, at the first step the unit fires."""
+    machine = pn.tasks.get("dyck2")
+    net = COMPILERS[variant](machine)
+    G = net.abstraction.machine_stack
+    j = next(j for j, w in enumerate(net.module.out.weight[0].tolist())   # on an unmarked top
+             if w < 0 and 1 <= net.abstraction.moves[j][2] <= G)
+    with torch.no_grad():
+        net.module.out.weight[0, j] = 0.0
+    rep = pn.verify(machine, net, max_length=None, samples=0, long_samples=2, long_length=2000,
+                    seed=5)
+    assert not rep.ok
+    cex = rep.counterexample
+    assert cex.phase == "long" and cex.field == "output" and len(cex.string) == 2000
+    assert cex.expected != cex.got
+    ids = torch.as_tensor(machine.alphabet.encode(cex.string))[None]
+    h = net.module.forward_decoded(ids)[0][0, 1:, j]        # the unit's activation per step
+    assert cex.step == 1 + int(torch.nonzero(h > 0.5)[0])

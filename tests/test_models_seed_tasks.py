@@ -34,10 +34,6 @@ SLOW_PREFIXES = 5_000
 SMALL_VOCAB = 4
 LONG_SAMPLES = 32
 LONG_LENGTH = 2000
-# DuSell & Chiang's models (target ns_rnn) step the nondeterministic stack's equations, whose
-# pop term costs O(t²) per step (Eq. 3: O(T³) a string): fewer prefixes and shorter strings
-NS_SLOW_PREFIXES = 1000
-NS_LONG = (4, 150)
 
 PAIRS = seed_pairs()
 MODEL_NAMES = tuple(dict.fromkeys(model for _, model, _ in PAIRS))
@@ -122,7 +118,7 @@ def test_compile_verify_certify(task, model, target):
 @pytest.mark.slow
 @pytest.mark.parametrize("task, model, target", PAIRS, ids=[f"{m}-{t}" for t, m, _ in PAIRS])
 def test_exhaustive_to_length_10(task, model, target):
-    n = _check_exhaustive(task, model, NS_SLOW_PREFIXES if target == "ns_rnn" else SLOW_PREFIXES)
+    n = _check_exhaustive(task, model, SLOW_PREFIXES)
     assert n >= 1, (task, n)
 
 
@@ -136,18 +132,19 @@ def _long_ids(task: str, samples: int = LONG_SAMPLES, length: int = LONG_LENGTH)
 
 @pytest.mark.parametrize("model", MODEL_NAMES)
 def test_long_strings_float32(model):
-    """One task per model: `LONG_SAMPLES` busy strings of length 2,000 (DuSell & Chiang's
-    models: `NS_LONG`), float32."""
+    """One task per model: `LONG_SAMPLES` busy strings of length 2,000, float32 (DuSell &
+    Chiang's models too: verify runs them with the stack as symbol ids, O(1) a step, where
+    their O(T³) forward could not)."""
     task = long_task(model, PAIRS)
     vocab, net = _net(task, model)
     assert vocab is None
-    samples, length = NS_LONG if TARGET[model] == "ns_rnn" else (LONG_SAMPLES, LONG_LENGTH)
-    m, ids = _machine(task), _long_ids(task, samples, length)
+    samples = LONG_SAMPLES
+    m, ids = _machine(task), _long_ids(task)
     rep = pn.verify(m, net, strings=ids, max_length=None, samples=0, long_samples=0,
                     dtype="float32")
     assert rep.ok, (task, model, rep.counterexample)
     assert rep.strings_checked == samples and rep.dtype == "float32"
-    assert (ids >= 0).sum() == samples * length                   # every string is long
+    assert (ids >= 0).sum() == samples * LONG_LENGTH              # every string is long
 
 
 def test_exhaustive_prefixes_rejects_and_caps():

@@ -64,6 +64,16 @@ every network top was pushed at most D steps earlier — every string of length 
 at step 1 and only replaced after, so an empty machine stack after step D + 1 dies);
 ``net.info["exact_for"]`` says so. A nondeterministic or weighted PDA compiles to target
 ``"ns_rnn"`` (exact log-weights, `pdanet.constructions.ns`); a transducer to ``"hao_lstm"``.
+
+**Verification in O(1) per step.** `forward` costs O(T³) a string (Eqs. 2–4), so
+`DuSellChiangRNN.forward_decoded` (what `pn.verify` runs) and `DuSellChiangRNN.forward_window`
+run the same controller and heads with the stack kept as one run of symbol ids, proving at every
+step that this is exact (every action row the run reads is exactly one-hot, so one run survives
+and every reading is exactly its one-hot; see `DuSellChiangRNN._discrete`), and fall back to
+`forward` (None for the window) where it is not. The compiled network of a DPDA carries a
+``window_decoder``, with which `pn.verify` compares long strings by state, depth and the top
+three cells in O(T): 1,000 Dyck-2 strings of length 2,000 verify in about 10 s of CPU time
+(float32, one thread), where `forward` would need O(T³) time and O(T²) memory per string.
 """
 
 from __future__ import annotations
@@ -84,7 +94,7 @@ from pdanet.constructions.base import CompiledNetwork, ExactWeight, as_dtype, lo
 from pdanet.constructions.realtime import RealtimeTable
 from pdanet.constructions.realtime import table as realtime_table
 from pdanet.constructions.stacks.ns import VARIANTS, NondeterministicStack
-from pdanet.errors import CompileError, InputError, PdanetError
+from pdanet.errors import CompileError, InputError, PdanetError, ResourceError
 
 BETA = 4096
 MARGIN = Fraction(3, 8)
@@ -116,7 +126,9 @@ class DuSellChiangRNN(nn.Module):
 
     ``forward(ids (B, T), −1 padding)`` → (states (B, T+1, H + R), logits (B, T+1, O)) with
     states[t] = [h_t; r_t] (R = |Γ| for NS/NS+U, |Q|·|Γ| for NS+S/RNS) and logits[t] = y_t.
-    `run` returns everything (`DuSellChiangRun`)."""
+    `run` returns everything (`DuSellChiangRun`). `forward_decoded` gives `forward`'s result
+    with the stack kept as symbol ids where that is provably exact (O(1) a step; else
+    `forward`), `forward_window` the top cells of that stack (None where not exact)."""
 
     def __init__(self, num_symbols: int, num_states: int, num_stack: int, variant: str = "rns",
                  hidden: int = 20, num_outputs: int = 1, window: int | None = None,
@@ -150,8 +162,8 @@ class DuSellChiangRNN(nn.Module):
         r = self.run(ids)
         return torch.cat([r.h, r.reading], -1), r.logits
 
-    def run(self, ids: Any) -> DuSellChiangRun:
-        W = self.actions.weight
+    def _checked(self, ids: Any) -> torch.Tensor:
+        """``ids`` as a (B, T) integer tensor on the module's device; InputError otherwise."""
         ids = torch.as_tensor(ids)
         if ids.dim() != 2:
             raise InputError(f"ids must be (batch, time), got shape {tuple(ids.shape)}")
@@ -160,14 +172,23 @@ class DuSellChiangRNN(nn.Module):
         if ids.numel() and int(ids.max()) >= self.num_symbols:
             raise InputError(f"symbol index {int(ids.max())} is outside 0..{self.num_symbols - 1}"
                              " (−1 is padding)")
-        ids = ids.to(W.device)
+        return ids.to(self.actions.weight.device)
+
+    def _gate_parts(self) -> tuple[torch.Tensor, ...]:
+        """(x table, bias, W_r, W_hh): x_t one-hot (padding: zero), so its part of the LSTM's
+        gates is a row of W_ih (row K: padding's zeros); the rest as `run` adds them."""
+        K, H = self.num_symbols, self.hidden
+        Wi = self.cell.weight_ih
+        table = torch.cat([Wi[:, :K].T, Wi.new_zeros(1, 4 * H)])
+        return table, self.cell.bias_ih + self.cell.bias_hh, Wi[:, K:].T, self.cell.weight_hh.T
+
+    def run(self, ids: Any) -> DuSellChiangRun:
+        W = self.actions.weight
+        ids = self._checked(ids)
         B, T = ids.shape
         Q, N, H, K = self.num_states, self.num_stack, self.hidden, self.num_symbols
-        Wi = self.cell.weight_ih
-        bias = self.cell.bias_ih + self.cell.bias_hh
-        # x_t one-hot (padding: zero): its part of the gates is a row of W_ih
-        xpart = torch.cat([Wi[:, :K].T, Wi.new_zeros(1, 4 * H)])[torch.where(ids < 0, K, ids)]
-        Wr, Whh = Wi[:, K:].T, self.cell.weight_hh.T
+        table, bias, Wr, Whh = self._gate_parts()
+        xpart = table[torch.where(ids < 0, K, ids)]
         h = W.new_zeros(B, H)                                              # h_0 = c_0 = 0
         c = W.new_zeros(B, H)
         span = T + 1 if self.window is None else min(T, self.window) + 1
@@ -194,6 +215,178 @@ class DuSellChiangRNN(nn.Module):
                        else W.new_zeros(B, 0, Q, N, Q, 2 * N + 1))
         return DuSellChiangRun(torch.stack(hs, 1), torch.stack(rs, 1), torch.stack(ys, 1),
                                log_actions, torch.stack(norms, 1))
+
+    # --- the stack as symbol ids (what pn.verify runs) --------------------------------------
+    @torch.no_grad()
+    def forward_decoded(self, ids: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """`forward`'s (states, logits), computed with the stack kept as symbol ids where that
+        is exact, which is what `pdanet.verify` runs: each step costs the controller, the heads
+        and O(B) index updates, instead of Eqs. 2–4's O(t²) pop term. Exact under the
+        conditions checked at every step (`_discrete`, whose docstring gives the argument);
+        where one fails, this returns `forward(ids)` (whose ResourceError, on long strings,
+        then says which step of which row failed). Positions after a row's last symbol whose
+        actions are not one-hot (padding: the compiled controller is silent there) are
+        unspecified, as for `forward`."""
+        out, why = self._discrete_why(ids, None)
+        if out is not None:
+            return out
+        try:
+            return self.forward(ids)
+        except ResourceError as exc:
+            raise ResourceError(f"{exc} (forward_decoded could not keep the stack as one run of "
+                                f"symbol ids: {why})") from exc
+
+    @torch.no_grad()
+    def forward_window(self, ids: Any, cells: int = 3
+                       ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """`forward` in O(1) per step, or None where that is not exact (the conditions of
+        `_discrete`). states[t] = [h_t; r_t; n_t; the symbol ids of the top ``cells`` cells of
+        the surviving run's stack, top first, ⊥₀ = 0 included, −1 below it] in float64, n_t the
+        number of cells above ⊥₀; logits as `forward`. `pdanet.verify` compares long strings
+        of a real-time DPDA through it and the compiled network's ``window_decoder``."""
+        if isinstance(cells, bool) or not isinstance(cells, int) or cells < 1:
+            raise InputError(f"cells must be a positive integer, got {cells!r}")
+        return self._discrete(ids, cells)
+
+    def _discrete(self, ids: Any, cells: int | None
+                  ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """`_discrete_why`'s run, or None where it is not exact."""
+        return self._discrete_why(ids, cells)[0]
+
+    @torch.no_grad()
+    def _discrete_why(self, ids: Any, cells: int | None
+                      ) -> tuple[tuple[torch.Tensor, torch.Tensor] | None, str]:
+        """(run, "") or (None, why not): the run of `forward_decoded` (``cells`` None: states
+        [h_t; r_t] as `forward`'s) and of `forward_window` (the top ``cells`` cells), where it
+        is exact.
+
+        It runs the same LSTM and heads as `run` on the same inputs (the same operations, so
+        h_t, the log actions and y_t are bitwise `run`'s while r_{t−1} is), with the stack as
+        one run: state q, symbol ids with the step that pushed each (cell 0: the initial ⊥₀),
+        and a flag "alive". At every step of a symbol it checks that the row of Δ[t] of the run's
+        configuration (q, top x) is exactly one-hot — for NS+U and RNS (exp, §3.1) that all of
+        Δ[t] but the move is exactly 0 — in whatever float arithmetic the stack uses, by a
+        sufficient test on the log actions ℓ = W_ha h_t + b_ha: with L the largest entry of the
+        row, every other entry ℓ' of the row has ℓ' − L < cut (−200; −800 in float64), so
+        exp(ℓ' − L) is exactly 0 and Eq. 1's logsumexp of the row is exactly L: the move
+        weighs exp(0) = 1 and the rest 0 after Eq. 1 and the stack's shift by the step's
+        maximum, which is then 0 (normalised entries are ≤ 0); with exp, L must be the step's
+        maximum and every other entry of Δ[t] below it by more than the cut. All log actions
+        must be finite or −inf (a NaN or +inf: None, as the stack raises); a dead run needs
+        nothing more. Then, by induction on t, the run is the only one (Eqs. 2–4):
+
+        - every γ[i→t][c_i→·] from the configuration c_i of the run at i (Eq. 3) is 0 unless the
+          cell pushed at step i+1 is the run's top at t, and then it has the single entry
+          c_t: the push term reads Δ[i+1]'s row of c_i, the replace term γ[i→t−1] and the row
+          of c_{t−1}, the pop term γ[i→k] and γ[k→t−1] on c_k, c_{t−1} and that row, all one-hot
+          on the run's move (or 0); entries from configurations the run is not in are finite and
+          only ever multiply α[i][c] = 0 (Eq. 4); with exp they are 0 altogether, with Eq. 1 they
+          are probabilities of sub-runs (≤ 1), so the scaled arithmetic's column maximum is the
+          run's entry and nothing underflows;
+        - so α[t] (Eq. 4) has one nonzero entry, (q_t, x_t), while the run's top was pushed at a
+          step p ≥ 1 with t − p < D (§5.1: γ[i→t] = 0 for t − i > D, i = p − 1), and α[t] = 0
+          once a replace or pop reaches ⊥₀ (the paper's bottom: no γ starts below step 1) or
+          the top is older than D — and stays 0: every later α sums α[i] = 0 or γ of cells
+          already popped;
+        - the reading (§3.2 for NS+S/RNS, Eq. 5 for NS/NS+U) of a single finite entry is exactly
+          the one-hot of (q_t, x_t) (x_t), zeros once dead: exactly `run`'s r_t, so h_{t+1} is
+          bitwise `run`'s again.
+
+        A padding step (x_t = 0) whose row fails the check makes the row's later values
+        unspecified (the run is then tracked as dead); a check failing at a symbol's step, or
+        NaN/+inf log actions anywhere (the stack's InputError), stops the run there (None and
+        the step, row and reason). Each
+        step is a fixed number of tensor and numpy operations over the batch (no loop over
+        cells or rows): the controller, Δ[t], and O(B) index updates of the stack."""
+        ids = self._checked(ids)
+        W = self.actions.weight
+        B, T = ids.shape
+        Q, N, H, K = self.num_states, self.num_stack, self.hidden, self.num_symbols
+        A, D, R = 2 * N + 1, self.window, self.reading_size
+        dev, dt = W.device, W.dtype
+        cut = -800.0 if dt == torch.float64 else -200.0   # exp(x) = 0 below: e^cut < ulp/2
+        table, bias, Wr, Whh = self._gate_parts()
+        xi = torch.where(ids < 0, K, ids).t().contiguous()
+        valid = (ids >= 0).t().contiguous().cpu().numpy()
+        # the run's stack: symbol ids (cell 0: ⊥₀) and the step that pushed each cell
+        rows, rows_t = np.arange(B), torch.arange(B, device=dev)
+        mem = np.zeros((B, T + 2), dtype=np.int64)
+        born = np.zeros((B, T + 2), dtype=np.int64)
+        n = np.ones(B, dtype=np.int64)                               # cells, ⊥₀ included
+        q = np.full(B, self.start, dtype=np.int64)
+        top = np.zeros(B, dtype=np.int64)
+        alive = np.ones(B, dtype=bool)                               # the run survives
+        known = np.ones(B, dtype=bool)                               # the row is tracked
+        kind = np.repeat(np.arange(3), [N, N, 1])                    # push, replace, pop
+        sym = np.concatenate([np.arange(N), np.arange(N), [0]])
+        onehot = torch.cat([torch.eye(R, dtype=dt), torch.zeros(1, R, dtype=dt)]).to(dev)
+        h = W.new_zeros(B, H)                                              # h_0 = c_0 = 0
+        c = W.new_zeros(B, H)
+        r = self.stack.initial_state(B, dt, dev).reading.reshape(B, -1)    # r_0 (Eq. 3)
+        buf = W.new_empty(T + 1, B, H + R)                 # [h_t; r_t], time-major
+        ys = W.new_empty(T + 1, B, self.out.out_features)
+        buf[0, :, :H], buf[0, :, H:], ys[0] = h, r, self.out(h)
+        if cells is not None:
+            offs = np.arange(cells)
+            sizes = np.zeros((T + 1, B), dtype=np.int64)
+            wins = np.full((T + 1, B, cells), -1, dtype=np.int64)
+            wins[0, :, 0] = 0
+        for t in range(T):
+            gates = table[xi[t]] + bias + r @ Wr + h @ Whh
+            i, f, g, o = gates.chunk(4, 1)                                 # §2.1: LSTM
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(c)
+            lact = self.actions(h)                                         # W_ha h_t + b_ha
+            m = lact.amax(-1)                        # NaN or +inf: forward's stack raises
+            if not bool(torch.isfinite(m).all()):
+                return None, f"step {t + 1}: log actions not finite"
+            at = torch.from_numpy(q * N + top).to(dev)
+            row = lact.view(B, Q * N, Q * A)[rows_t, at]          # the run's (q, top) row
+            best, move = row.max(-1)
+            row[rows_t, move] = -np.inf
+            exact = row.amax(-1) - best < cut        # Eq. 1: this row of Δ[t] is one-hot
+            if not self.normalize:                   # exp (§3.1): all of Δ[t] but the move
+                lact[rows_t, at * (Q * A) + move] = -np.inf
+                exact &= (best == m) & (lact.amax(-1) - m < cut)
+            exact, move = exact.cpu().numpy(), move.cpu().numpy()
+            fine = ~alive | exact
+            v_t = valid[t]
+            bad = v_t & ~(fine & known)
+            if bad.any():
+                b = int(np.flatnonzero(bad)[0])
+                return None, (f"step {t + 1} of row {b}: the action row of the run's "
+                              "configuration is not exactly one-hot" if known[b] else
+                              f"step {t + 1} of row {b}: a symbol after a padding step whose "
+                              "actions were not one-hot")
+            known &= fine
+            alive &= known
+            r_to, v = move // A, move % A                                  # (q, x → r, v)
+            op = kind[v]
+            push, rep, pop = alive & (op == 0), alive & (op == 1), alive & (op == 2)
+            dies = (rep & (n == 1)) | (pop & (n <= 2))   # a replace or pop reaching ⊥₀
+            at = np.where(push, n, n - 1)
+            w = push | rep
+            mem[rows[w], at[w]] = sym[v[w]]
+            born[rows[push], at[push]] = t + 1
+            n += push
+            n -= pop & ~dies
+            q = np.where(alive, r_to, q)
+            alive &= ~dies
+            top = mem[rows, n - 1]
+            if D is not None:                        # §5.1: pushed at p, kept while t − p < D
+                alive &= (t + 1) - born[rows, n - 1] < D
+            idx = np.where(alive, q * N + top if self.mode == "rns" else top, R)
+            r = onehot[torch.from_numpy(idx).to(dev)]                      # Eq. 5 / §3.2
+            buf[t + 1, :, :H], buf[t + 1, :, H:] = h, r
+            ys[t + 1] = self.out(h)                                        # y_t = W_hy h_t + b_hy
+            if cells is not None:
+                sizes[t + 1] = n - 1
+                pos = (n - 1)[:, None] - offs
+                wins[t + 1] = np.where(pos >= 0, mem[rows[:, None], np.maximum(pos, 0)], -1)
+        if cells is not None:
+            tail = np.concatenate([sizes[..., None], wins], 2)
+            buf = torch.cat([buf.double(), torch.from_numpy(tail).to(dev).double()], -1)
+        return (buf.transpose(0, 1).contiguous(), ys.transpose(0, 1).contiguous()), ""
 
 
 # --- compile ------------------------------------------------------------------------------------
@@ -359,6 +552,44 @@ def _decoder(plan: _Plan, mode: str, H: int):
     return decode
 
 
+def _window_decoder(plan: _Plan, mode: str, H: int):
+    """`DuSellChiangRNN.forward_window` states → ``state`` and ``top`` (as `_decoder`, from
+    [h_t; r_t]), ``depth`` and ``stack_top`` (the top cells of the decoded machine stack, top
+    first, then ⊥ = G, then −1): the fields of `DeterministicPushdown.run_batch_window`.
+
+    The network stack ⊥₀ c_1 … c_k decodes cell by cell as ⊥ m(c_1) … m(c_k) (m drops the
+    marks; ⊥₀ and ⊥̂ read as ⊥), except ⊥₀ ⊥̂ (k = 1), the empty machine stack ⊥. So a step,
+    which rewrites at most the network's top cell and pushes at most one, changes at most the
+    top two decoded cells (and the whole ⊥₀ ⊥̂ case lies within the window): the induction of
+    `pdanet.verify.lockstep._forward_window` applies."""
+    inner = _decoder(plan, mode, H)
+    view, N = plan.view, plan.N
+    G = view.G
+    R = view.Q * N if mode == "rns" else N
+    code = np.full(N + 1, -1, dtype=np.int64)          # index −1 (below ⊥₀): −1
+    code[0] = code[2 * G + 1] = G
+    code[1:G + 1] = code[G + 1:2 * G + 1] = np.arange(G)
+    hat = 2 * G + 1
+
+    def decode(states: np.ndarray) -> dict[str, np.ndarray]:
+        s = np.asarray(states, dtype=np.float64)
+        out = inner(s[..., :H + R])
+        n = np.rint(s[..., H + R]).astype(np.int64)                 # cells above ⊥₀
+        net = np.rint(s[..., H + R + 1:]).astype(np.int64)          # top first, ⊥₀ = 0
+        empty = (n == 1) & (net[..., 0] == hat)                      # ⊥₀ ⊥̂: the machine's ⊥
+        mapped = code[net]
+        below = np.concatenate([mapped[..., 1:], np.full(mapped.shape[:-1] + (1,), -1)], -1)
+        window = np.where(empty[..., None], below, mapped)
+        depth = n - empty
+        dead = out["state"] < 0
+        window[dead] = -1
+        out["depth"] = np.where(dead, -1, depth)
+        out["stack_top"] = window
+        return out
+
+    return decode
+
+
 def requires(machine: Any, model: str) -> PdanetError | None:
     """Why ``machine`` cannot compile to DuSell & Chiang model ``model`` (None: it can)."""
     try:
@@ -413,6 +644,8 @@ def _compile(machine: Any, suffix: str, dtype: Any, window: Any, options: dict
     weights, H = _weights(plan, mode)
     module = DuSellChiangRNN(K, Q, N, variant, H, 1, window, view.q0)
     module = load_exact(module, weights, BETA, dtype)
+    if view.fields == "pushdown":        # `forward_window`: pn.verify's O(1)-per-step compare
+        module.window_decoder = _window_decoder(plan, mode, H)
     moves = tuple(m[:5] for m in plan.moves)
     labels = tuple(f"({q},{a},{n})→({r},{v})" for q, a, n, r, v in moves) or ("idle",)
     Qs, Ks, Gs = sp.symbols("Q K G")
