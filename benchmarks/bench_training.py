@@ -21,7 +21,9 @@ every next symbol (the first symbol and EOS included), summed over time, average
 batch. Differences in the models that the timing includes: our Gref model has Grefenstette's
 extra output layer o_t = tanh(W_o h_t) before the logits (theirs reads the logits from h_t);
 the authors' NS-RNN skips the stack update of the last step (its reading is never used), ours
-computes it (the model's ``run`` returns every reading).
+computes it (the model's ``run`` returns every reading). Our Gref model trains through one
+autograd node with its backward through time written out (``GrefenstetteRNN.fused``);
+``--stepwise`` times its step-by-step autograd path instead (the same values and gradients).
 
 Each epoch runs every batch once; the epochs of the two implementations alternate (so that a
 shared machine's load falls on both alike), after one warm-up batch each. Reported: the median
@@ -34,7 +36,7 @@ The authors' code is looked for under ``--peers DIR`` (default /tmp/peers): ``DI
 without it, only our times are printed, with a line saying how to get it.
 
 Run: OMP_NUM_THREADS=1 python benchmarks/bench_training.py [--model all|rns|gref]
-     [--epochs E] [--batches N] [--threads T] [--device cuda] [--peers DIR]
+     [--epochs E] [--batches N] [--threads T] [--device cuda] [--peers DIR] [--stepwise]
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ def loss_of(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return ce.sum(1).mean()
 
 
-def ours(kind: str, device: str):
+def ours(kind: str, device: str, stepwise: bool = False):
     if kind == "rns":
         model = DuSellChiangRNN(VOCAB, Q, G, "rns", hidden=HIDDEN, num_outputs=VOCAB)
 
@@ -86,6 +88,7 @@ def ours(kind: str, device: str):
             return model.run(seq[:, :-1]).logits
     else:
         model = GrefenstetteRNN(VOCAB, HIDDEN, WIDTH, VOCAB, controller="lstm", store="stack")
+        model.fused = not stepwise
 
         def logits(seq):
             return model(seq[:, :-1])[1]
@@ -165,6 +168,8 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--peers", default="/tmp/peers")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--stepwise", action="store_true",
+                    help="gref: our step-by-step autograd path instead of the fused recurrence")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -178,7 +183,7 @@ def main() -> None:
           "epoch 1 → last (first 3 batches)")
     kinds = ("rns", "gref") if args.model == "all" else (args.model,)
     for kind in kinds:
-        runs = {"ours": ours(kind, args.device)}
+        runs = {"ours": ours(kind, args.device, args.stepwise)}
         theirs = load_theirs(args.peers, kind, args.device)
         if isinstance(theirs, str):
             print(f"  (theirs {theirs})")

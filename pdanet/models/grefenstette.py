@@ -59,6 +59,9 @@ path. Every move of a tag must be the same for all its members once the next reg
 pushed datum and the emitted datum are each described as "the register" (``reg``), "the input
 symbol" (``in``), "the symbol read" (``rd``) or a constant (a stack's no-op on top X counts as
 replacing X by X where a member replaces); where that fails the machine takes the paths above.
+Where several descriptions are right (the input equals the symbol read), the one right on every
+data input of the (tag, reading) is taken, else one right on every nonempty reading of the
+(tag, input), as the data path does: protocol bigram flipping's symbols stay one class.
 Every copy is *gated*: per control unit j and copied source, one unit per datum bit k with
 pre-activation ``z_j + (source bit k) − 1`` (z_j the control unit's, so it is on iff unit j fires
 and the bit is 1); the register after a step is the sum of the gated units (and constant bits)
@@ -72,7 +75,10 @@ Long strings. For a stack, `GrefenstetteRNN.forward_window` runs the same contro
 with the stack kept as symbol ids (O(1) per step) and proves at every step that this is exact
 (`pdanet.constructions.controllers.StackRNN.forward_window`'s argument); with the
 ``window_decoder`` the compiled network carries for DPDAs and DPDTs, `pdanet.verify` compares
-long strings by their top cells in O(T).
+long strings by their top cells in O(T). For a queue or a deque it keeps the cells at both ends
+and the bottom end's offset (pops minus pushes there), which `pdanet.verify` compares with the
+store machine's `run_batch_window` (equal sizes, offsets and end cells at every step imply equal
+stores; see `pdanet.verify.lockstep`).
 
 Saturation. Every pre-activation is ±1/2 or beyond (LSTM: ≥ 0.499, see below) and β = 2048, so
 |βz| ≥ 1021: sigmoid is exactly 0 or 1 and tanh exactly ±1 in float32 and float64 (e^−745
@@ -94,6 +100,7 @@ import numpy as np
 import sympy as sp
 import torch
 from torch import nn
+from torch.autograd.function import once_differentiable
 
 from pdanet import limits
 from pdanet.automata.dfa import DFA
@@ -113,8 +120,13 @@ from pdanet.constructions.controllers import (
 )
 from pdanet.constructions.realtime import RealtimeTable
 from pdanet.constructions.realtime import table as realtime_table
-from pdanet.constructions.stacks.grefenstette import NeuralDeQue, NeuralQueue, NeuralStack
-from pdanet.constructions.stacks.protocol import SymbolCodes, op_of
+from pdanet.constructions.stacks.grefenstette import (
+    NeuralDeQue,
+    NeuralQueue,
+    NeuralStack,
+    StratifiedTape,
+)
+from pdanet.constructions.stacks.protocol import SymbolCodes, op_of, pack
 from pdanet.errors import CompileError, InputError, PdanetError
 
 STORES = {"stack": NeuralStack, "queue": NeuralQueue, "deque": NeuralDeQue}
@@ -125,6 +137,116 @@ MARGIN = {"rnn": sp.Rational(1, 2), "lstm": sp.Rational(499, 1000)}
 
 
 # --- the model ----------------------------------------------------------------------------------
+class _Recurrence(torch.autograd.Function):
+    """`GrefenstetteRNN`'s T steps with a stack or queue as one autograd node: the forward runs
+    the controller, the heads and the store (`StratifiedTape`) without autograd on preallocated
+    buffers; the backward is backpropagation through time written out (the gradients autograd
+    gives through the same equations, up to float rounding), its weight gradients one matmul
+    each over all steps.
+
+    forward(xp (T, B, G·H) the input projections W_x x_t + b of every step (LSTM gates in the
+    order o, i, f, g), w_rec (G·H, m + H) the weights of [r_{t−1}; h_{t−1}], h0, c0 (H,), w_heads
+    (2 + m, H) and b_heads: the rows of d, u, v, the tape, lstm, keep: per step None or the
+    (B, 1) mask of the rows that are not padding) → [r_t; h_t] (T + 1, B, m + H). A padding row
+    keeps h and c and gets d = u = 0, which leaves the store unchanged (as `forward`'s loop)."""
+
+    @staticmethod
+    def forward(ctx, xp, w_rec, h0, c0, w_heads, b_heads, tape, lstm, keep):
+        T, B, _ = xp.shape
+        H = h0.shape[0]
+        m = w_heads.shape[0] - 2
+        RH = xp.new_zeros(T + 1, B, m + H)
+        RH[0, :, m:] = h0                                            # h_0; r_0 = 0 (§3.4)
+        A = xp.new_empty(xp.shape)                                   # gate activations
+        Z = xp.new_empty(T, B, 2 + m)                                # d_t, u_t, v_t
+        C = TC = None
+        rh, h, r = RH.unbind(0), RH[..., m:].unbind(0), RH[:, :, None, :m].unbind(0)
+        a, x, z = A.unbind(0), xp.unbind(0), Z.unbind(0)
+        d, u, v = Z[..., 0].unbind(0), Z[..., 1:2].unbind(0), Z[..., 2:].unbind(0)
+        du = Z[..., :2].unbind(0)
+        if lstm:
+            C, TC = xp.new_empty(T + 1, B, H), xp.new_empty(T, B, H)
+            C[0] = c0
+            c, tc = C.unbind(0), TC.unbind(0)
+            o_, i_, f_, g_ = (A[..., k * H:(k + 1) * H].unbind(0) for k in range(4))
+            sig = A[..., :3 * H].unbind(0)
+        wr, wh = w_rec.t(), w_heads.t()
+        for t in range(T):
+            torch.addmm(x[t], rh[t], wr, out=a[t])                   # RNN(x_t ⊕ r_{t−1}, h_{t−1})
+            if lstm:
+                sig[t].sigmoid_()
+                g_[t].tanh_()
+                torch.mul(f_[t], c[t], out=c[t + 1]).addcmul_(i_[t], g_[t])
+                torch.mul(o_[t], torch.tanh(c[t + 1], out=tc[t]), out=h[t + 1])
+            else:
+                torch.tanh(a[t], out=h[t + 1])
+            torch.addmm(b_heads, h[t + 1], wh, out=z[t])             # d_t, u_t, v_t (§3.4)
+            du[t].sigmoid_()
+            v[t].tanh_()
+            if keep[t] is not None:                                  # padding: idle, keep h, c
+                du[t].mul_(keep[t])
+                torch.where(keep[t], h[t + 1], h[t], out=h[t + 1])
+                if lstm:
+                    torch.where(keep[t], c[t + 1], c[t], out=c[t + 1])
+            tape.step(t, d[t], u[t], v[t], r[t + 1])                 # Eqs. 1–3 / 1, 4–5
+        ctx.save_for_backward(w_rec, w_heads, RH)
+        ctx.bufs, ctx.lstm, ctx.keep = (tape, A, Z, C, TC), lstm, keep
+        return RH
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g_rh):
+        w_rec, w_heads, RH = ctx.saved_tensors
+        tape, A, Z, C, TC = ctx.bufs
+        T, B, G = A.shape
+        m = Z.shape[2] - 2
+        H = RH.shape[2] - m
+        if g_rh is None:
+            g_rh = RH.new_zeros(RH.shape)
+        g_pre, g_z = torch.empty_like(A), torch.empty_like(Z)
+        carry, g_c = RH.new_zeros(B, m + H), RH.new_zeros(B, H)
+        # the local derivatives of every step at once: sigmoid' = y(1 − y), tanh' = 1 − y²
+        dz = torch.cat([Z[..., :2] * (1 - Z[..., :2]), 1 - Z[..., 2:] ** 2], 2)
+        if ctx.lstm:                    # a = [o, i, f, g]; c' = f c + i g, h = o tanh(c')
+            o, i, f, g = A.split(H, 2)
+            da = torch.cat([A[..., :3 * H] * (1 - A[..., :3 * H]), 1 - g ** 2], 2)
+            d_o, d_i, d_f, d_g = da.split(H, 2)
+            P = torch.cat([TC * d_o, g * d_i, C[:-1] * d_f, i * d_g], 2)  # ∂a/∂(h, c, c, c)
+            oc = (o * (1 - TC ** 2)).unbind(0)                           # ∂h/∂c'
+            f_, po, pc = f.unbind(0), P[..., :H].unbind(0), P[..., H:].unflatten(2, (3, H)).unbind(0)
+            go, gc = g_pre[..., :H].unbind(0), g_pre[..., H:].unflatten(2, (3, H)).unbind(0)
+        else:
+            dh = (1 - RH[1:, :, m:] ** 2).unbind(0)                      # h = tanh(a)
+        grh, gp, gz, dz = g_rh.unbind(0), g_pre.unbind(0), g_z.unbind(0), dz.unbind(0)
+        gd, gu, gv = g_z[..., 0].unbind(0), g_z[..., 1].unbind(0), g_z[..., 2:].unbind(0)
+        tape.begin_backward()
+        for t in reversed(range(T)):
+            g = grh[t + 1] + carry
+            tape.backward(t, g[:, :m], gd[t], gu[t], gv[t])
+            gz[t].mul_(dz[t])
+            g_h, k = g[:, m:], ctx.keep[t]
+            if k is not None:                   # a padding row's h_t, c_t are h_{t−1}, c_{t−1}
+                kept_h, g_h = torch.where(k, 0.0, g_h), torch.where(k, g_h, 0.0)
+                kept_c, g_c = torch.where(k, 0.0, g_c), torch.where(k, g_c, 0.0)
+            g_h = g_h.addmm_(gz[t], w_heads)
+            if ctx.lstm:
+                g_c = torch.addcmul(g_c, g_h, oc[t])
+                torch.mul(g_h, po[t], out=go[t])
+                torch.mul(g_c.unsqueeze(1), pc[t], out=gc[t])
+                g_c = g_c * f_[t]
+            else:
+                torch.mul(g_h, dh[t], out=gp[t])
+            carry = torch.mm(gp[t], w_rec)
+            if k is not None:
+                carry[:, m:] += kept_h
+                g_c = g_c + kept_c if ctx.lstm else g_c
+        g_h0 = (carry[:, m:] + g_rh[0, :, m:]).sum(0)
+        g_w_rec = g_pre.reshape(T * B, G).t() @ RH[:T].reshape(T * B, m + H)
+        g_w_heads = g_z.reshape(T * B, 2 + m).t() @ RH[1:, :, m:].reshape(T * B, H)
+        return (g_pre, g_w_rec, g_h0, g_c.sum(0) if ctx.lstm else None, g_w_heads,
+                g_z.sum((0, 1)), None, None, None)
+
+
 class GrefenstetteRNN(nn.Module):
     """Grefenstette et al. (2015) §3.4: an RNN or LSTM controller with a neural Stack, Queue or
     DeQue (see the module docstring). ``num_symbols`` input symbols (ids, −1 padding),
@@ -137,7 +259,18 @@ class GrefenstetteRNN(nn.Module):
     states[t] = [h_t; r_t; n_t; c_t] as in `pdanet.constructions.controllers.StackRNN`: n_t the
     number of cells of strength > 1/2 and c_t their decoded symbol ids (−1 padding).
     `forward_decoded` gives the same with the store kept as symbol ids where that is provably
-    exact (what `pdanet.verify` runs), `forward_window` the top cells only (stacks, O(1) a step)."""
+    exact (what `pdanet.verify` runs), `forward_window` the end cells only (O(1) a step).
+
+    Training: with a stack or queue (``fused``, the default) `forward` is one autograd node whose
+    backward through time is written out (`_Recurrence`, `StratifiedTape`): the same values and
+    gradients as the step-by-step autograd path (``fused = False``) up to float rounding, several
+    times faster on CPU (``benchmarks/bench_training.py --model gref [--stepwise]``)."""
+
+    #: Stack and queue: run `forward` as one autograd node with the backward through time
+    #: written out (`_Recurrence`, several times faster to train); False: step by step under
+    #: autograd, the store's `run` (the reference the fused path is tested against). The deque
+    #: always runs step by step.
+    fused = True
 
     def __init__(self, num_symbols: int, hidden: int, width: int, num_outputs: int,
                  controller: str = "rnn", store: str = "stack", embedding: int | None = None,
@@ -220,6 +353,8 @@ class GrefenstetteRNN(nn.Module):
         ids = self._checked(ids)
         B, T = ids.shape
         valid = ids >= 0
+        if self.fused and self.slots == 1 and B and T:
+            return self._forward_tape(ids, valid)
         padded = (~valid).any(0).tolist()
         x = self.embedding(ids.clamp(min=0))
         lstm = self.controller_kind == "lstm"
@@ -249,6 +384,39 @@ class GrefenstetteRNN(nn.Module):
         logits = self.readout(torch.tanh(self.out(hs_t)))                    # o_t, then W_y o_t
         return states, logits
 
+    def _forward_tape(self, ids: torch.Tensor, valid: torch.Tensor
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
+        """`forward` for a stack or queue as one autograd node (`_Recurrence`): the input
+        projections of all steps in one matmul, the heads d, u, v in one, the store on
+        preallocated buffers (`StratifiedTape`) and the backward written out."""
+        B, T = ids.shape
+        lstm, E, m = self.controller_kind == "lstm", self.embedding.embedding_dim, self.width
+        cell = self.cell
+        w_ih, w_hh, b = cell.weight_ih, cell.weight_hh, cell.bias_ih + cell.bias_hh
+        if lstm:                            # torch's gate order i, f, g, o → o, i, f, g
+            H = self.h0.shape[0]
+            perm = torch.cat([torch.arange(3 * H, 4 * H), torch.arange(3 * H)]).to(w_ih.device)
+            w_ih, w_hh, b = w_ih[perm], w_hh[perm], b[perm]
+        x = self.embedding(ids.t().clamp(min=0))                             # (T, B, E)
+        xp = nn.functional.linear(x, w_ih[:, :E], b)                         # every step's W x_t
+        w_rec = torch.cat([w_ih[:, E:], w_hh], 1)                            # [r_{t−1}; h_{t−1}]
+        w_heads = torch.cat([self.push.weight, self.pop.weight, self.value.weight])
+        b_heads = torch.cat([self.push.bias, self.pop.bias, self.value.bias])
+        tape = StratifiedTape(B, T, m, xp.detach(), top=self.store_kind == "stack")
+        c0 = self.c0 if lstm else xp.new_zeros(0)
+        padded = (~valid).any(0).tolist()
+        mask = valid.t().unsqueeze(2)
+        keep = [mask[t] if padded[t] else None for t in range(T)]
+        rh = _Recurrence.apply(xp, w_rec, self.h0, c0, w_heads, b_heads, tape, lstm, keep)
+        rh = rh.transpose(0, 1)                                              # (B, T + 1, m + H)
+        hs, rs = rh[..., m:], rh[..., :m]
+        alive = (tape.S[1:] > 0.5).transpose(0, 1)                           # (B, T, cells)
+        contents, sizes = pack(alive, self.codes(tape.V)[:, None], reverse=tape.top)
+        blocks = [(x.new_zeros(B, 1, 0), x.new_zeros(B, 1)), (contents, sizes)]
+        states = assemble_states(hs, rs, blocks)
+        logits = self.readout(torch.tanh(self.out(hs)))                      # o_t, then W_y o_t
+        return states, logits
+
     @torch.no_grad()
     def forward_decoded(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """`forward`'s (states, logits), computed with the store kept as symbol ids where that is
@@ -268,7 +436,8 @@ class GrefenstetteRNN(nn.Module):
     def _discrete(self, ids: torch.Tensor, cells: int | None
                   ) -> tuple[torch.Tensor, torch.Tensor] | None:
         """The discrete-store run of `forward_decoded` (``cells`` None: states as `forward`'s)
-        and of `forward_window` (the top ``cells`` cells, top first), or None where not exact."""
+        and of `forward_window` (``cells`` cells at the ends and, for a queue or a deque, the
+        bottom end's offset: see there), or None where not exact."""
         ids = self._checked(ids)
         B, T = ids.shape
         valid = ids >= 0
@@ -288,7 +457,10 @@ class GrefenstetteRNN(nn.Module):
         lo = np.full(B, T + 1, dtype=np.int64)                 # live cells mem[lo:hi]
         hi = lo.copy()
         sizes = np.zeros((T + 1, B), dtype=np.int64)
-        snaps: list = [np.zeros((B, 0), dtype=np.int64)]
+        snaps: list = [np.zeros((B, 0), dtype=np.int64)]      # step 0: the store is empty
+        if cells is not None and kind != "stack":            # no cells at either end, offset 0
+            snaps[0] = np.concatenate([np.full((B, 2 * cells), -1, dtype=np.int64),
+                                       np.zeros((B, 1), dtype=np.int64)], 1)
         h, c, r = self._initial(x)
         hs = x.new_empty(T + 1, B, h.shape[1])
         rs = x.new_empty(T + 1, B, self.reading_size)
@@ -340,7 +512,13 @@ class GrefenstetteRNN(nn.Module):
                 snaps.append(np.where(pos < hi[:, None], mem[rows[:, None], pos], -1))
             else:                              # the top cells, top first
                 pos = hi[:, None] - 1 - np.arange(cells)
-                snaps.append(np.where(pos >= lo[:, None], mem[rows[:, None], pos], -1))
+                end = np.where(pos >= lo[:, None], mem[rows[:, None], np.maximum(pos, 0)], -1)
+                if kind != "stack":            # then the bottom cells, bottom first; offset
+                    pos = lo[:, None] + np.arange(cells)
+                    bot = np.where(pos < hi[:, None],
+                                   mem[rows[:, None], np.minimum(pos, 2 * T + 1)], -1)
+                    end = np.concatenate([end, bot, (lo - (T + 1))[:, None]], 1)
+                snaps.append(end)
         # the conditions that make the discrete store exact, on every valid step at once
         ops = np.array([self.store.actions(op) for op in self.store.ops], dtype=np.float64)
         exact = (acts[..., None, :] == ops).all(-1).any(-1) & np.isfinite(vals).all(-1)
@@ -352,7 +530,8 @@ class GrefenstetteRNN(nn.Module):
             exact &= ~pushing | code_ok
         if not exact[valid_np.T].all():
             return None
-        W = max(s.shape[1] for s in snaps) if cells is None else cells
+        W = (max(s.shape[1] for s in snaps) if cells is None
+             else cells if kind == "stack" else 2 * cells + 1)
         hs_t, rs_t = hs.transpose(0, 1), rs.transpose(0, 1)
         Hr = hs_t.shape[2] + rs_t.shape[2]
         states = torch.full((B, T + 1, Hr + 1 + W), -1.0, dtype=x.dtype, device="cpu")
@@ -367,9 +546,14 @@ class GrefenstetteRNN(nn.Module):
     @torch.no_grad()
     def forward_window(self, ids: torch.Tensor, cells: int = 3
                        ) -> tuple[torch.Tensor, torch.Tensor] | None:
-        """`forward` for a stack in O(1) per step, or None where that is not exact (queues and
-        deques: None). states[t] = [h_t; r_t; n_t; the symbol ids of the top ``cells`` cells,
-        top first, −1 below the bottom]; logits as `forward`.
+        """`forward` in O(1) per step with the store's ends only, or None where that is not
+        exact; logits as `forward`. states[t] = [h_t; r_t; n_t; window_t] with n_t the number of
+        cells and window_t, for a stack, the symbol ids of the top ``cells`` cells, top first (−1
+        below the bottom); for a queue or a deque, the top (back) ``cells`` cells top first, the
+        bottom (front) ``cells`` cells bottom first (−1 past the other end), then the bottom
+        end's offset: cells popped from the bottom minus cells pushed there since step 0. That is
+        the layout of `pdanet.automata.store.StoreTransducer.run_batch_window`'s ``store_top``,
+        ``store_bottom`` and ``offset``, which `pdanet.verify` compares on long strings.
 
         Why it is exact (the argument of `pdanet.constructions.controllers.StackRNN.
         forward_window`): while at every valid step d_t and u_t are each exactly 0 or 1 and a
@@ -380,9 +564,15 @@ class GrefenstetteRNN(nn.Module):
         stack as symbol ids with a size per row (`SymbolStack`), runs the same controller and
         heads as `forward` on the same inputs, and checks those conditions at every valid step
         at once; when one fails anywhere it returns None (then only `forward` says what the
-        network does). The run is `forward_decoded`'s."""
-        if self.store_kind != "stack":
-            return None
+        network does). The run is `forward_decoded`'s. The queue (Eqs. 1, 4–5) and the deque
+        (Eqs. 6–11) are discrete under the same conditions: each strength stays 0 or 1, a step
+        pops the live cell at the front (queue; deque: at the end u_top / u_bot names) and
+        pushes at the back (deque: at the end d_top / d_bot names), and the readings are
+        exactly the end cells' vectors (0 when empty); the store is kept as symbol ids in a
+        buffer with room for T cells on either side. InputError for ``cells`` that is not an
+        integer ≥ 1."""
+        if isinstance(cells, bool) or not isinstance(cells, (int, np.integer)) or cells < 1:
+            raise InputError(f"cells must be an integer ≥ 1, got {cells!r}")
         return self._discrete(torch.as_tensor(ids), int(cells))
 
 
@@ -766,6 +956,66 @@ def _register_families(machine, view: RealtimeTable, data: _Data) -> dict | None
     return out or None
 
 
+def _sources(c: frozenset, push: bool) -> set:
+    """A head's valid descriptions with a pushed value's variant dropped (constants kept)."""
+    return {x[:-1] if push and x[0] != "c" else x for x in c}
+
+
+def _agreement(desc: dict, ind: tuple, G: int) -> tuple[dict, dict, dict]:
+    """Per head ``i`` (4: next register, 5: output, 6: push) of ``desc[(tag, a, X)]`` (each
+    entry's valid descriptions, `_sources`): ``count[(i, tag, d)]``, how many of the tag's
+    moves d is valid on; ``col[(i, tag, X)]``, the descriptions valid on every data input of
+    (tag, reading X); ``row[(i, tag, a)]``, those valid on every nonempty reading of (tag,
+    input a)."""
+    count: dict = {}
+    col: dict = {}
+    row: dict = {}
+    for (tag, a, X), old in desc.items():
+        for i in (4, 5, 6):
+            if old[i] is None:
+                continue
+            src = _sources(old[i], i == 6)
+            for x in src:
+                count[(i, tag, x)] = count.get((i, tag, x), 0) + 1
+            if ind[a] >= 0:
+                k = (i, tag, X)
+                col[k] = col[k] & src if k in col else src
+            if X < G:
+                k = (i, tag, a)
+                row[k] = row[k] & src if k in row else src
+    return count, col, row
+
+
+_KIND_ORDER = {"reg": 0, "in": 1, "rd": 2, "c": 3}
+
+
+def _choose(c: frozenset, push: bool, agree: tuple, key: tuple, data_input: bool,
+            nonempty: bool):
+    """The description of head ``key[0]`` at the move ``key[1:] = (tag, a, X)`` among its
+    valid ones ``c`` (each right for every member of the tag), chosen alike across inputs and
+    readings as `_factor` does, so that input symbols and readings keep sharing behaviours:
+    "the register" where valid; else one valid on every data input of (tag, X) (the column:
+    inputs then agree there), else one valid on every nonempty reading of (tag, a) (the row:
+    readings then agree), else any; among several, the one valid on the most of the tag's
+    moves (ties: input, reading, constant). So bigram flipping's target side emits "the symbol
+    read" on every teacher-forced input, not "the input symbol" where the two coincide. None
+    where ``c`` is empty."""
+    count, col, row = agree
+    i, tag, a, X = key
+    src = _sources(c, push)
+    if ("reg",) in src:
+        best = ("reg",)
+    else:
+        pool = (col.get((i, tag, X), set()) if data_input else set()) or \
+            (row.get((i, tag, a), set()) if nonempty else set()) or src
+        if not pool:
+            return None
+        best = min(pool, key=lambda x: (-count.get((i, tag, x), 0), _KIND_ORDER[x[0]], x))
+    if not push or best[0] == "c":
+        return best
+    return next(x for x in c if x[:-1] == best)
+
+
 def _factor_registers(view: RealtimeTable, machine, store) -> _Factored | None:
     """The register path (see the module docstring): the machine's states ``(tag, x)`` become
     one controller state per tag and a register holding x's datum bits. Every move of a tag is
@@ -803,12 +1053,6 @@ def _factor_registers(view: RealtimeTable, machine, store) -> _Factored | None:
             c.add(("rd", slot(p)))
         return c
 
-    def pick(c: set):
-        for want in (("reg",), ("in",), ("rd", 0), ("rd", 1)):
-            if want in c:
-                return want
-        return None
-
     ops: dict = {}
     desc: dict = {}                    # (tag, a, X) → the move's description
     replacing = set()                  # a stack's noop on top X is a replace of X by X
@@ -842,24 +1086,21 @@ def _factor_registers(view: RealtimeTable, machine, store) -> _Factored | None:
                 return None
             if new is not None and old[i] != new:
                 old[i] = old[i] & new
+    for (tag, _, _), old in desc.items():
+        if old[0] != len(fams.get(tag, (0,))):
+            return None                # defined for some members only
+    agree = _agreement(desc, ind, G)
     beh: dict = {}
     nxt: dict = {}
     for (tag, a, X), (n, tag2, op, _, r, o, ya) in desc.items():
-        if n != len(fams.get(tag, (0,))):
-            return None                # defined for some members only
         fields = []
-        for c, constant in ((r, True), (o, True), (ya, False)):
+        for i, c in ((4, r), (5, o), (6, ya)):
             if c is None:
                 fields.append(None)
                 continue
-            best = pick({x[:-1] if not constant else x for x in c if x[0] != "c"})
-            if best is not None and not constant:
-                best = next(x for x in c if x[:-1] == best)
+            best = _choose(c, i == 6, agree, (i, tag, a, X), ind[a] >= 0, X < G)
             if best is None:
-                consts = [x for x in c if x[0] == "c"]
-                if len(consts) != 1:
-                    return None
-                best = consts[0]
+                return None
             fields.append(best)
         r_, o_, y_ = fields
         if r_ is not None and r_[0] == "c" and tag2 not in fams:

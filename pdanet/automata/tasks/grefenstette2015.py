@@ -296,8 +296,9 @@ def protocol_machine(task: str, vocab_size: int | None = None, store: str | None
     without a symbol held in the finite control: one store operation per step cannot put
     x_{2i} before x_{2i−1}. A `pdanet.automata.store.StoreTransducer`: it compiles with
     ``pn.compile(m, target="stack_rnn", model="grefenstette_lstm")`` (or ``_rnn``) — copying
-    and reversal with 21 hidden units at |V| = 128; bigram flipping only at small vocabularies
-    (its teacher-forced target symbols defeat the register factoring: 418 units at |V| = 8).
+    and reversal with 21 hidden units at |V| = 128; bigram flipping with 33 units at |V| = 8
+    and 65 at |V| = 128 (queue; 1 + 8 + 8·⌈log₂ |V|⌉), though its table has |V|³ transitions,
+    so building the machine and compiling it take minutes at |V| = 128.
 
     The §4.2 ITG tasks (``vocab_size`` `ITG_VOCAB` unless given) are real-time with a queue too:
     their inputs are ``(<s>, |||)`` + the source words + the target words and their outputs the

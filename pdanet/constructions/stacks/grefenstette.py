@@ -422,6 +422,96 @@ class DequeRun(StratifiedRun):
         return pack(self.alive[:, :k, live], self.C[:, None, live])
 
 
+class StratifiedTape:
+    """`NeuralStack` (``top``) or `NeuralQueue` for a hand-written backward through time: each
+    `step` runs Eqs. 1–5 without autograd on preallocated buffers and keeps what `backward`
+    needs; `backward` steps are taken in reverse order and give the gradients of (d_t, u_t, v_t)
+    that autograd gives through the equations (relu's gradient 0 at 0, min's split in half on a
+    tie), up to float rounding.
+
+    Layout: column ``T − 1 − i`` holds stack cell i (the top is the lowest live column) and
+    column i queue cell i, so in both the rest sums of a pop and a read (Eqs. 2–5: the strength
+    above a stack cell, in front of a queue cell) are exclusive prefix sums along the columns.
+    Every step works on all T columns: a column not yet pushed has strength 0 and value 0, which
+    a pop keeps at 0 and a read weighs 0, and its gradient never reaches a live cell (the
+    backward masks it where the pop's relu is 0). Buffers: ``S[t]``, ``R[t]`` (T + 1, B, T) the
+    strengths after t steps and their rest sums; ``A[t]`` (u − rest, Eq. 2 / 4), ``Q[t]``
+    (relu(1 − rest), Eq. 3 / 5) and ``W[t]`` (the read weights) of step t + 1, (T, B, T); ``V``
+    (B, T, m) the values (Eq. 1). The first backward pass turns ``A`` and ``Q`` into its masks."""
+
+    def __init__(self, batch: int, steps: int, width: int, like: torch.Tensor, top: bool = True):
+        T = max(steps, 1)
+        self.T, self.top = T, top
+        z = like.new_zeros
+        self.S, self.R = z(T + 1, batch, T), z(T + 1, batch, T)
+        self.A, self.Q, self.W = z(T, batch, T), z(T, batch, T), z(T, batch, T)
+        self.V = z(batch, T, width)
+        self.one, self.half = like.new_tensor(1.0), like.new_tensor(0.5)
+        self._S, self._R, self._A, self._Q, self._W = (x.unbind(0) for x in (self.S, self.R, self.A,
+                                                                            self.Q, self.W))
+        self._below, self._rest = self.S[..., :-1].unbind(0), self.R[..., 1:].unbind(0)
+        self._W1, self._W2 = self.W.unsqueeze(2).unbind(0), self.W.unsqueeze(3).unbind(0)
+        self._read = like.new_empty(batch, 1, width)
+        self.gS = self.gV = self.VT = None
+        self._K = self._Kq = self._pre = self._cut = ()
+        self.U = self.neg = None
+
+    def column(self, t: int) -> int:
+        """The column of the cell pushed at step t + 1 (t = 0, 1, …)."""
+        return self.T - 1 - t if self.top else t
+
+    def step(self, t: int, d: torch.Tensor, u: torch.Tensor, v: torch.Tensor,
+             out: torch.Tensor) -> None:
+        """Step t + 1 with push d (B,), pop u (B, 1), value v (B, m); writes r_{t+1} into ``out``
+        (B, 1, m)."""
+        S1 = self._S[t + 1]
+        a = torch.sub(u, self._R[t], out=self._A[t])
+        torch.sub(self._S[t], torch.relu(a), out=S1).relu_()              # Eq. 2 / 4, i < t
+        col = self.column(t)
+        S1[:, col] = d                                                     # Eq. 2 / 4, i = t
+        self.V[:, col] = v                                                 # Eq. 1
+        torch.cumsum(self._below[t + 1], 1, out=self._rest[t + 1])         # rest sums
+        q = torch.sub(self.one, self._R[t + 1], out=self._Q[t]).relu_()
+        torch.minimum(S1, q, out=self._W[t])                               # Eq. 3 / 5
+        out.copy_(torch.bmm(self._W1[t], self.V, out=self._read))
+
+    def begin_backward(self) -> None:
+        """Start a backward pass (before the last step's `backward`): zero the gradients and, once,
+        derive for all steps at once the masks that the backward steps multiply by."""
+        self.gS, self.gV = torch.zeros_like(self._S[0]), torch.zeros_like(self.V)
+        if self.VT is not None:
+            return
+        T, S1, Q = self.T, self.S[1:], self.Q
+        self.VT = self.V.transpose(1, 2).contiguous()
+        # (Q and A are not needed after this: their buffers take Kq and cut)
+        K = torch.heaviside(Q - S1, self.half)          # ∂min(s, q)/∂s: 1, 1/2 on a tie, 0
+        Kq = torch.mul(1 - K, Q > 0, out=Q)             # ∂/∂q, then through q = relu(1 − rest)
+        pre = (S1 > 0).to(S1.dtype)                     # s = relu(s − cut); not the pushed cell
+        steps = torch.arange(T, device=S1.device)
+        pre[steps, :, self.T - 1 - steps if self.top else steps] = 0
+        cut = torch.mul(pre, self.A > 0, out=self.A)    # and cut = relu(u − rest)
+        self._K, self._Kq, self._pre, self._cut = (x.unbind(0) for x in (K, Kq, pre, cut))
+        self.U = torch.ones_like(Q[0, 0]).expand(T, T).tril(-1)   # g @ U: Σ_{i>j} g_i
+        self.neg = -torch.ones_like(Q[0, 0])
+
+    def backward(self, t: int, g_r: torch.Tensor, g_d: torch.Tensor, g_u: torch.Tensor,
+                 g_v: torch.Tensor) -> None:
+        """The backward of step t + 1, after those of the later steps: from the gradient ``g_r``
+        (B, m) of its reading, writes ∂/∂d_t, ∂/∂u_t, ∂/∂v_t into ``g_d``, ``g_u`` (B,) and
+        ``g_v`` (B, m), and keeps the gradient of the strengths before the step. The rest sums
+        (exclusive prefix sums) pass their gradient back as one product with ``U``."""
+        self.gV.addcmul_(self._W2[t], g_r.unsqueeze(1))                    # r = Σ_i w_i V_i
+        g_w = torch.bmm(g_r.unsqueeze(1), self.VT).squeeze(1)
+        g_s = torch.addcmul(self.gS, g_w, self._K[t])                      # w = min(s, q)
+        g_s.addmm_(g_w.mul_(self._Kq[t]), self.U, alpha=-1)                # q = relu(1 − rest)
+        col = self.column(t)
+        g_d.copy_(g_s[:, col])
+        g_v.copy_(self.gV[:, col])
+        g_rest = g_s * self._cut[t]                                        # pop: Eq. 2 / 4
+        torch.mv(g_rest, self.neg, out=g_u)
+        torch.addmm(g_s.mul_(self._pre[t]), g_rest, self.U, out=self.gS)
+
+
 __all__ = [
     "DequeActions",
     "DequeReading",
@@ -433,4 +523,5 @@ __all__ = [
     "StackActions",
     "StratifiedRun",
     "StratifiedState",
+    "StratifiedTape",
 ]
