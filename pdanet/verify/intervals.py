@@ -37,8 +37,10 @@ kernels: σ(z) = 1 for every float32 z with t_σ ≤ z ≤ U, and tanh(z) = 1, t
 - results are cached in memory and on disk (`cache_dir`), keyed by everything that selects the
   kernels: torch version and build, CPU capability, oneDNN use and ISA cap, architecture. A cache
   file that is unreadable, malformed or for another build is ignored and the range rescanned;
-- float64 has 2⁵² floats per binade, too many to evaluate: no float64 saturation is claimed, and
-  float64 proofs use the ulp model alone.
+- float64 has 2⁵² floats per binade, too many to evaluate: no float64 saturation is claimed
+  here, and float64 proofs use the ulp model alone (the language-model certificates,
+  `pdanet.verify.certify.lm`, claim float64 saturation under a stated kernel assumption that
+  `lm.f64_limits` checks on samples before using it).
 """
 
 from __future__ import annotations
