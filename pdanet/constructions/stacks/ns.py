@@ -72,8 +72,9 @@ Window D (§5.1): only γ[i→t] with t − i ≤ D are kept; `pdanet.constructi
 runs the same per-step arithmetic as one autograd function over all t, with the kept chart in
 band-matrix segments (any window of it is a strided view, so a step gathers nothing) and a
 hand-written backward pass. Every step runs the same ops on the same amount of memory whatever
-t and T: time O(B·Q³G²·D²) per step and memory O(T·B·Q²G²·D), forward and backward; a forward
-pass without gradients keeps two segments, whatever T.
+t and T: time O(B·Q³G³·D²) per step (Eq. 2 as one matrix product per batch element) and memory
+O(T·B·Q²G²·D), forward and backward; a forward pass without gradients keeps two segments,
+whatever T.
 """
 
 from __future__ import annotations
@@ -448,8 +449,6 @@ class NondeterministicStack(nn.Module):
                              f"Q={self.num_states}, G={self.num_stack}")
         if not log_actions.is_floating_point():
             raise InputError(f"log actions must be floating point, got {log_actions.dtype}")
-        if torch.isnan(log_actions).any() or (log_actions == float("inf")).any():
-            raise InputError("log actions contain NaN or +inf")
 
     def forward(self, log_actions: torch.Tensor) -> NSResult:
         self._check(log_actions)
@@ -460,6 +459,10 @@ class NondeterministicStack(nn.Module):
         paper = self.bottom != "extended"          # "reachable" runs the paper's equations
         # time-major (T, B, ...), so that each step reads one contiguous slab
         lact = log_actions.transpose(0, 1).contiguous()
+        # the largest log action of each (step, batch): NaN or +inf if any entry is
+        m = lact.detach().reshape(T, B, -1).amax(dim=2) if lact.numel() else lact.new_zeros(T, B)
+        if not bool((m < float("inf")).all()):
+            raise InputError("log actions contain NaN or +inf")
         if not paper:
             mask = valid_mask(G, dev)[None, None, None, :, None, :]
             lact = lact.masked_fill(~mask, float("-inf"))
@@ -468,15 +471,17 @@ class NondeterministicStack(nn.Module):
             lse = torch.logsumexp(torch.where(ok, lact, torch.zeros_like(lact)), dim=(4, 5),
                                   keepdim=True)
             lact = lact - torch.where(ok, lse, torch.zeros_like(lse))
+        if not paper or self.normalize:          # the entries changed: their largest too
+            m = lact.detach().reshape(T, B, -1).amax(dim=2) if lact.numel() else m
         reach = self.bottom == "reachable"
         if reach:               # a first step that pushes ⊥ (weight 1) from (q0, ⊥) to q0
             first = lact.new_full((1,) + tuple(lact.shape[1:]), float("-inf"))
             first[0, :, self.start, 0, self.start, 0] = 0.0
             lact = torch.cat([first, lact])
+            m = torch.cat([m.new_zeros(1, B), m])
             T += 1
         # m[t]: a detached max-shift per (step, batch); d = exp(log Δ − m) in linear scale
-        m = lact.detach().amax(dim=(2, 3, 4, 5))
-        m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+        m = torch.where(m > float("-inf"), m, 0.0)
         d = (lact - m[:, :, None, None, None, None]).exp_()
         v0 = d.new_full((B, Q, G), float("-inf"))
         v0[:, self.start, 0] = 0.0
@@ -484,18 +489,19 @@ class NondeterministicStack(nn.Module):
             Vt, logs, stored = _unlimited(d[..., :G].unbind(0), replace_pop(d).unbind(0),
                                           None if paper else bottom_noop(d).unbind(0), v0)
         else:
-            Vt, logs = windowed_chart(d, v0, D, paper)
-            stored = chart_entries(B, Q, G, D, T, Vt.requires_grad)
+            V, logs = windowed_chart(d, v0, D, paper)                      # (B, T+1, Q, G)
+            stored = chart_entries(B, Q, G, D, T, V.requires_grad)
         P = torch.cat([m.new_zeros(1, B), torch.cumsum(m + logs, dim=0)])   # constants
-        V = _batch_major(Vt)                                             # (B, T+1, Q, G)
+        if D is None:
+            V = _batch_major(Vt)                                         # (B, T+1, Q, G)
         Pb = P.t()
         log_alpha = V + Pb[:, :, None, None]
         flat = V.reshape(B, T + 1, QG)
-        norm = torch.logsumexp(flat, dim=-1)
-        alive = torch.isfinite(norm)
-        safe = torch.where(alive[..., None], flat, torch.zeros_like(flat))
-        reading = torch.where(alive[..., None], torch.softmax(safe, dim=-1),
-                              torch.zeros_like(flat)).reshape(B, T + 1, Q, G)
+        alive = flat.detach().amax(dim=-1, keepdim=True) > float("-inf")
+        safe = torch.where(alive, flat, 0.0)        # rows without runs: 0, their reading 0
+        lse = torch.logsumexp(safe, dim=-1, keepdim=True)
+        reading = torch.exp(flat - lse).reshape(B, T + 1, Q, G)
+        norm = torch.where(alive, lse, float("-inf")).squeeze(-1)
         if self.mode == "ns":
             reading = reading.sum(dim=2)
         log_norm = norm + Pb

@@ -6,32 +6,45 @@ out by hand, step by step in reverse. Every step has the same shapes (rows befor
 the string are zero rows), touches the same amount of memory and runs the same ops, whatever t
 and T. The kept chart lives in band segments of a fixed number of steps (`Band`,
 `segment_steps`), all kept for the backward pass when a gradient is needed, otherwise two that
-take turns. Time O(B·Q³G²·D²) per step; memory O(T·B·Q²G²·D) with gradients, O(B·Q²G²·D·S)
-besides the actions and the outputs without (S = `segment_steps`(D)).
+take turns. Time O(B·Q³G³·D²) per step (Eq. 2 as one product, see below); memory
+O(T·B·Q²G²·D) with gradients, O(B·Q²G²·D·S) besides the actions and the outputs without
+(S = `segment_steps`(D, keep)).
 
 Quantities (scaled as in `pdanet.constructions.stacks.ns`; per step t = 1..T):
 
-- the column E[·→t] (rows i = t−D..t−1) is built as C (B, D, Q, G, Q, G) [b, slot, q, x, r, y]
-  with slot j ↔ row i = t − D + j, then stored in the current band segment M (`Band`); rows
-  i < 0 are zero rows, so the first steps have the same shapes as the rest;
-- v[t] = log α[t] − P[t] is ``Vbuf[t + D]`` (B, Q, G), with −inf for t < 0; ``Abuf[t]`` the
-  α-sum before its log (for the gradient of log at 0); ``S[t−1]`` the column scale s.
+- the column E[·→t] (rows i = t−D..t−1) is the (B, D·QG, QG) [b][i, q, x][r, y] view
+  `Band.matrix` of the current band segment M (`Band`): it is computed as a contiguous C and
+  written there divided by its scale, and the next steps read it (and the older columns) from
+  M; rows i < 0 are zero rows, so the first steps have the same shapes as the rest;
+- v[t] = log α[t] − P[t] is ``Vbuf[:, t + D]`` (B, QG), with −inf for t < 0 (each step has one
+  more entry, a finite floor, so that a window's shift w is finite even when all its v are
+  −inf); ``Abuf[t]`` the α-sum before its log (for the gradient of log at 0); ``S[t−1]`` the
+  column scale s.
 
 Per step (Eqs. 2 and 4, with push | replace | pop actions already exponentiated and shifted):
-  out  = E[·→t−1] · [replace | pop]              (replace term, and X[k] = E[k→t−1]·pop)
-  pop  = Σ_k E[i→k] X[k]                          (rows t−D..t−3: `Band.pop_block` · X)
-  C    = [rep + pop, rep, push],  s = max C,  E[·→t] = C / s
+  X[k] = E[k→t−1]·pop                             (k = t−D+1..t−2: one product with E[·→t−1])
+  C    = [E[i→k] for k = t−D+1..t−1 | I] · [X⊕ | replace | push]       (`Band.step_matrix`)
+       = [rep + pop, rep, push],  s = max C,  E[·→t] = C / s
   α    = Σ_i e^{v[i]−w} E[i→t],  v[t] = log α + w                (tops y ≠ ⊥)
   α⊥   = Σ_k e^{v[k]_⊥−w⊥} [X[k]_{y=⊥}, bottom] / s,  v[t]_⊥ = log α⊥ + w⊥   (the bottom level)
-where w is the largest of v[t−1−D..t−1] and w⊥ the largest of their ⊥ entries (the bottom
+The first line of C is one matrix product per batch element for Eq. 2 as a whole: its left
+factor is the band window of rows t−D..t−1 and columns t−D+1..t (zero where k ≤ i, and the
+column t not yet written: zeros, with the identity that each segment puts at (t−1 → t) before
+its steps), its right factor stacks X⊕ (X laid out block-diagonally in the top: rows (k, u, y'),
+columns (r, y), zero unless y' = y, so that the pop term of every top is in the same product),
+the replace matrix (k = t−1: the replace term) and the push matrix (through the identity: row
+t−1). w is the largest of v[t−1−D..t−1] and w⊥ the largest of their ⊥ entries (the bottom
 level can lie far below the rest, further than the dtype's range). The α⊥ line is the
 "extended" bottom convention of `pdanet.constructions.stacks.ns`; under the paper's equations
 (``paper``, also used for "reachable") ⊥ is an ordinary top, α = Σ_i e^{v[i]−w} E[i→t] for
-every y including ⊥, and the forward and backward passes skip the bottom-level terms. s, w and w⊥ are constants
-for autograd (the result does not depend on them), so the hand-written gradient is that of the
-plain recurrence. The backward pass
-keeps the gradient of the pop operands in two band segments that take turns and the gradient
-of the other uses of a column in the loop, and reads each column back from its segment.
+every y including ⊥, and the forward and backward passes skip the bottom-level terms. s, w
+and w⊥ are constants for autograd (the result does not depend on them; a column that is all
+zero gets s = 1 under "extended", where α⊥ is divided by s, and the smallest normal number
+otherwise), so the hand-written gradient is that of the plain recurrence. The backward pass
+keeps the gradient of the chart in two band segments that take turns (the replace and pop
+terms add to the columns they read there) and the gradient of X in the loop, and reads each
+column back from its segment. The forward pass runs about 13 small ops per step, with every
+per-step view made before the loop in one call.
 
 Both loops run with denormal numbers flushed to zero on the calling thread (restored after):
 products of many probabilities drift into the denormal range, where each arithmetic op is
@@ -51,8 +64,8 @@ from torch.autograd.function import once_differentiable
 
 
 def slots(D: int) -> int:
-    """Columns k per row i in the band: k − i from min(1, 4 − D) to D (see `Band`)."""
-    return max(D, 2 * D - 3)
+    """Columns k per row i in the band: k − i from min(1, 2 − D) to D (see `Band`)."""
+    return max(D, 2 * D - 1)
 
 
 def _flushing() -> bool:
@@ -73,23 +86,27 @@ def flush_denormals():
             torch.set_flush_denormal(False)
 
 
-def segment_steps(D: int) -> int:
-    """Steps per band segment (`Band`): at least 64, and 4·D so that the D copied rows stay a
-    small part of a segment."""
-    return max(64, 4 * D)
+def segment_steps(D: int, keep: bool = False) -> int:
+    """Steps per band segment (`Band`), at least 4·D so that the D copied rows stay a small
+    part of a segment: without gradients (two segments that take turns) at least 64, so that
+    the per-segment work (zeroing, the copied rows) is spread over many steps; with gradients
+    (a new segment every S steps, all kept) at least 32, so that the last one holds few
+    unused steps."""
+    return max(32 if keep else 64, 4 * D)
 
 
 @dataclass(frozen=True)
 class Band:
     """The layout of one segment of the kept chart: steps t = 1..S of the segment (t counted
     from the segment's start) in a flat buffer M. Row block i (rows (i, q, x), i = −D..S−1)
-    starts at (i + D)·β; in it, entry E[i→k][q, x → u, y] sits at (q·G + x)·row + (b·G + y)·ρ +
-    (k − i − lo)·Q + u, for k − i from lo = min(1, 4−D) to D, with ρ = `slots`(D)·Q,
-    row = B·G·ρ and β = QG·row + Q. So for each (b, y) the chart is a band matrix with rows
-    (i, q, x) and columns (k, u), row stride ``row`` and column stride 1 (moving down a row block
-    moves the band right by Q), and any rectangle of it inside the band is one strided view of
-    a stretch of M. Entries with k ≤ i are never written and stay zero. Blocks −D..−1 hold the
-    last D rows of the previous segment (`carry`), so steps 1..D read their old columns there."""
+    starts at (i + D)·β; in it, entry E[i→k][q, x → u, y] sits at (q·G + x)·row + b·ρ +
+    (k − i − lo)·QG + u·G + y, for k − i from lo = min(1, 2−D) to D, with ρ = `slots`(D)·QG,
+    row = B·ρ and β = QG·row + QG. So for each b the chart is a band matrix with rows
+    (i, q, x) and columns (k, u, y), row stride ``row`` and column stride 1 (moving down a row
+    block moves the band right by QG), and any rectangle of it inside the band is one strided
+    view of a stretch of M. Entries with k ≤ i are never written and stay zero. Blocks −D..−1
+    hold the last D rows of the previous segment (`carry`), so steps 1..D read their old
+    columns there."""
 
     B: int
     Q: int
@@ -99,17 +116,17 @@ class Band:
 
     @property
     def rho(self) -> int:
-        return slots(self.D) * self.Q
+        return slots(self.D) * self.Q * self.G
 
     @property
     def row(self) -> int:
-        """Stride of one row (q, x) of a block: its (b, y) bands side by side."""
-        return self.B * self.G * self.rho
+        """Stride of one row (q, x) of a block: its b bands side by side."""
+        return self.B * self.rho
 
     @property
     def block(self) -> int:
         """β, the stride of a row block i."""
-        return self.Q * self.G * self.row + self.Q
+        return self.Q * self.G * (self.row + 1)
 
     @property
     def length(self) -> int:
@@ -121,20 +138,59 @@ class Band:
         return torch.zeros(self.length, dtype=like.dtype, device=like.device)
 
     def _offset(self, i: int, k: int) -> int:
-        return (i + self.D) * self.block + (k - i - min(1, 4 - self.D)) * self.Q
+        return (i + self.D) * self.block + (k - i - min(1, 2 - self.D)) * self.Q * self.G
+
+    def matrix(self, M: torch.Tensor, t: int) -> torch.Tensor:
+        """E[t−D..t−1 → t] as a (B, D·QG, QG) [b][i, q, x][r, y] view of M."""
+        QG = self.Q * self.G
+        return M.as_strided((self.B, self.D * QG, QG), (self.rho, self.row, 1),
+                            self._offset(t - self.D, t))
 
     def column(self, M: torch.Tensor, t: int) -> torch.Tensor:
         """E[t−D..t−1 → t] as a (B, D, Q, G, Q, G) [b, i, q, x, r, y] view of M."""
-        B, Q, G, D, rho, row = self.B, self.Q, self.G, self.D, self.rho, self.row
-        return M.as_strided((B, D, Q, G, Q, G), (G * rho, self.block - Q, G * row, row, 1, rho),
-                            self._offset(t - D, t))
+        B, Q, G, D = self.B, self.Q, self.G, self.D
+        return self.matrix(M, t).view(B, D, Q, G, Q, G)
+
+    def pop_matrix(self, M: torch.Tensor, t: int) -> torch.Tensor:
+        """E[i→k] for rows i = t−D..t−3 and columns k = t−D+1..t−2 (zero where i ≥ k) as a
+        (B, (D−2)·QG, (D−2)·QG) [b][i, q, x][k, u, y] view of M."""
+        m = (self.D - 2) * self.Q * self.G
+        return M.as_strided((self.B, m, m), (self.rho, self.row, 1),
+                            self._offset(t - self.D, t - self.D + 1))
+
+    def step_matrix(self, M: torch.Tensor, t: int) -> torch.Tensor:
+        """E[i→k] for rows i = t−D..t−1 and columns k = t−D+1..t (zero where i ≥ k; the last
+        column block, E[·→t], is read before step t writes it: zeros, and the identity that
+        `identities` puts at (t−1 → t)) as a (B, D·QG, D·QG) [b][i, q, x][k, u, y] view."""
+        m = self.D * self.Q * self.G
+        return M.as_strided((self.B, m, m), (self.rho, self.row, 1),
+                            self._offset(t - self.D, t - self.D + 1))
+
+    def matrices(self, M: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """`matrix`(M, t) for t = 0..S (one call that makes all the views)."""
+        QG = self.Q * self.G
+        return M.as_strided((self.S + 1, self.B, self.D * QG, QG),
+                            (self.block, self.rho, self.row, 1), self._offset(-self.D, 0)).unbind(0)
+
+    def step_matrices(self, M: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """`step_matrix`(M, t) for t = 1..S (one call that makes all the views)."""
+        m = self.D * self.Q * self.G
+        return M.as_strided((self.S, self.B, m, m), (self.block, self.rho, self.row, 1),
+                            self._offset(1 - self.D, 2 - self.D)).unbind(0)
+
+    def identities(self, M: torch.Tensor) -> torch.Tensor:
+        """The diagonal entries (i → i+1)[q, x → q, x] of rows i = 0..S−1 as an (S, B, QG)
+        view of M."""
+        QG = self.Q * self.G
+        return M.as_strided((self.S, self.B, QG), (self.block, self.rho, self.row + 1),
+                            self._offset(0, 1))
 
     def pop_block(self, M: torch.Tensor, t: int) -> torch.Tensor:
-        """E[i→k] for rows i = t−D..t−3 and columns k = t−D+1..t−2 (zero where i ≥ k) as a
-        (B·G, (D−2)·QG, (D−2)·Q) [b, y][i, q, x][k, u] view of M."""
-        n = self.D - 2
-        return M.as_strided((self.B * self.G, n * self.Q * self.G, n * self.Q),
-                            (self.rho, self.row, 1), self._offset(t - self.D, t - self.D + 1))
+        """The same entries as `pop_matrix`, for each top y on its own: a (B·G, (D−2)·QG,
+        (D−2)·Q) [b, y][i, q, x][k, u] tensor (a copy)."""
+        B, Q, G, n = self.B, self.Q, self.G, self.D - 2
+        blk = self.pop_matrix(M, t).view(B, n * Q * G, n * Q, G)
+        return blk.permute(0, 3, 1, 2).reshape(B * G, n * Q * G, n * Q)
 
     def carry(self, old: torch.Tensor, new: torch.Tensor) -> None:
         """Start segment ``new`` (zeros) from ``old``: its blocks −D..−1 are old's S−D..S−1."""
@@ -147,47 +203,72 @@ class Band:
         old[self.S * self.block:self.S * self.block + n] += new[:n]
 
 
-def _pop_x(out: torch.Tensor) -> torch.Tensor:
-    """X[k][u, y → r] for k = t−D+1..t−2 as (B·G, (D−2)·Q, Q) [b, y][k, u][r]."""
-    B, D, Q, G = out.shape[:4]
-    return out[:, 2:, :, :, Q * G:].permute(0, 3, 1, 2, 4).reshape(B * G, (D - 2) * Q, Q)
-
-
-def _levels(out: torch.Tensor, bottom: torch.Tensor) -> torch.Tensor:
-    """The bottom level's operand: [X[k][u, ⊥ → r] for k = t−1−D..t−2, then the ⊥ → ⊥ no-op]
-    as (B, (D+1)·Q, Q)."""
-    B, D, Q, G = out.shape[:4]
-    return torch.cat([out[:, :, :, 0, Q * G:], bottom[:, None]], dim=1).view(B, (D + 1) * Q, Q)
+def _diagonal(Xe: torch.Tensor, n: int, Q: int, G: int) -> torch.Tensor:
+    """The entries y' = y of the first n row blocks of X⊕ (Xe (B, m·QG, QG) [k, u, y'][r, y],
+    contiguous per batch element) as a (B, n·Q, G, Q) [(k, u), y, r] view."""
+    QG = Q * G
+    return Xe.as_strided((Xe.shape[0], n * Q, G, Q), (Xe.stride(0), G * QG, QG + 1, G),
+                         Xe.storage_offset())
 
 
 class WindowedChart(torch.autograd.Function):
-    """(d (T, B, Q, G, Q, 2G+1), v0 (B, Q, G), D, keep, paper) → (V (T+1, B, Q, G), log s (T, B)): the
-    windowed recurrence of the module docstring on the shifted, exponentiated actions d
+    """(d (T, B, Q, G, Q, 2G+1), v0 (B, Q, G), D, keep, paper) → (V (B, T+1, Q, G), log s (T, B)):
+    the windowed recurrence of the module docstring on the shifted, exponentiated actions d
     (time-major, Op axis [push | replace | pop], invalid operations 0). Only V carries a
-    gradient. The chart is kept in band segments of S = `segment_steps`(D) steps: all of them
+    gradient. The chart is kept in band segments of S = `segment_steps`(D, keep) steps: all of them
     when ``keep`` (for the backward pass), otherwise two that take turns, so that a forward
     pass without gradients holds O(S + D) columns whatever T."""
 
     @staticmethod
     def forward(ctx, d, v0, D, keep, paper=False):
         T, B, Q, G = d.shape[:4]
-        QG, n = Q * G, D - 2
-        push = d[..., :G]                                        # (T, B, Q, G, Q, G)
-        rp = replace_pop(d)
-        band = Band(B, Q, G, D, min(T, segment_steps(D)))
+        QG, n = Q * G, max(D - 2, 0)
+        band = Band(B, Q, G, D, min(T, segment_steps(D, keep)))
         segments: list[torch.Tensor] = []
         turns = [band.new(d) for _ in range(0 if keep or not T else 2)]
-        Vbuf = d.new_full((T + 1 + D, B, Q, G), float("-inf"))
-        Vbuf[D] = v0
-        Abuf = v0.new_zeros((T + 1, B, Q, G))                   # α-sums before the log
-        S, Wm = v0.new_ones((T, B)), v0.new_zeros((T, 2, B))    # scales s, shifts w and w⊥
-        prev = d.new_zeros((B, D * QG, QG))                      # E[·→0]: no rows
-        pushes, rps = push.unbind(0), rp.unbind(0)
+        # v's, with one more entry per step: a finite floor, so that the shift w (the max of
+        # a window) is finite even where every v of the window is −inf
+        L = T + 1 + D
+        Vfull = d.new_full((B, L, QG + 1), float("-inf"))
+        Vfull[..., QG] = torch.finfo(d.dtype).min
+        Vbuf = Vfull[..., :QG]
+        Vbuf[:, D] = v0.reshape(B, QG)
+        S = d.new_ones((T, B))                                      # scales s
+        Srow = S.view(T, B, 1, 1).unbind(0)
+        # per-step views, made in one call each: actions, v windows, outputs
+        pops = d[..., 2 * G].reshape(T, B, QG, Q).contiguous().unbind(0)   # [b][s, z][r]
+        ops = [d[..., :G].reshape(T, B, QG, QG)]                    # push (k = t)
+        if D >= 2:                                                  # replace (k = t − 1)
+            ops.insert(0, d[..., G:2 * G].reshape(T, B, QG, QG))
+        RP = torch.cat(ops, dim=2)
+        Vwin = Vfull.as_strided((T, B, D + 1, QG + 1), (QG + 1, L * (QG + 1), QG + 1, 1))
+        Vev = Vwin[:, :, 1:, :QG].unbind(0)                         # v[t−D..t−1]
+        Vwin = Vwin.unbind(0)                                       # v[t−1−D..t−1] and floors
+        Vout = Vfull.as_strided((T, B, 1, QG), (QG + 1, L * (QG + 1), QG + 1, 1),
+                                (D + 1) * (QG + 1)).unbind(0)
+        if keep or not paper:                                       # kept for the backward
+            Abuf = d.new_zeros((T + 1, B, 1, QG))                   # α-sums before the log
+            Wm = d.new_zeros((2, T, B, 1, 1))                       # shifts w and w⊥
+            Arow, Ws, W0s = Abuf.unbind(0), Wm[0].unbind(0), Wm[1].unbind(0)
+        else:
+            Ws = [d.new_empty((B, 1, 1))] * T
         bottoms = None if paper else bottom_noop(d).unbind(0)
+        # step operands Xe = [X⊕ | R | push] (B, D·QG, QG) of a segment's steps (R and push
+        # copied in at its start), X from Xp = E[·→t−1]·pop
+        Xring = d.new_zeros((band.S, B, D * QG, QG))
+        Xes = Xring.unbind(0)
+        Xdiag = [_diagonal(x, n, Q, G) for x in Xes] if n else None
+        Xp = d.new_empty((B, D * QG, Q))
+        Xsrc = Xp[:, 2 * QG:].unflatten(1, (-1, G))
+        ev3 = d.new_empty((B, D, QG))
+        ev = ev3.view(B, 1, D * QG)
+        tiny = torch.finfo(d.dtype).tiny
+        prev = d.new_zeros((B, D * QG, QG))                         # E[·→0]: no rows
         M = None
+        bmm, amax, div, sub, log = torch.bmm, torch.amax, torch.div, torch.sub, torch.log
         with flush_denormals():
             for t in range(1, T + 1):
-                u = (t - 1) % band.S + 1                         # step within its segment
+                u = (t - 1) % band.S + 1                            # step within its segment
                 if u == 1:
                     j = (t - 1) // band.S
                     new = band.new(d) if keep else turns[j % 2]
@@ -197,104 +278,130 @@ class WindowedChart(torch.autograd.Function):
                         band.carry(M, new)
                     M = new
                     segments.append(M)
-                out = torch.bmm(prev, rps[t - 1]).view(B, D, Q, G, QG + Q)
-                C = torch.cat([out[:, 1:, :, :, :QG].view(B, D - 1, Q, G, Q, G),   # replace
-                               pushes[t - 1][:, None]], dim=1)                     # push
-                if n > 0:                                                          # pop
-                    C[:, :n] += torch.bmm(band.pop_block(M, u), _pop_x(out)).view(
-                        B, G, n, Q, G, Q).permute(0, 2, 3, 4, 5, 1)
-                s = torch.amax(C.view(B, -1), dim=1, out=S[t - 1])
-                s.masked_fill_(s == 0, 1.0)                      # C ≥ 0
-                C /= s.view(B, 1, 1, 1, 1, 1)                    # E[·→t], Eq. 2
-                band.column(M, u).copy_(C)
-                Vr = Vbuf[t - 1:t + D]                           # v[t−1−D..t−1]
-                w = torch.amax(Vr, dim=(0, 2, 3), out=Wm[t - 1, 0]).nan_to_num_(neginf=0.0)
-                ev = torch.exp(Vr - w.view(1, B, 1, 1))
-                prev = C.view(B, D * QG, QG)
-                a = Abuf[t]                                      # Eq. 4
-                torch.bmm(ev[1:].permute(1, 0, 2, 3).reshape(B, 1, D * QG), prev,
-                          out=a.view(B, 1, QG))
-                v = torch.log(a, out=Vbuf[t + D])
+                    band.identities(M).fill_(1.0)                   # (the rest is zero)
+                    mats, steps = band.matrices(M), band.step_matrices(M)
+                    k = min(band.S, T - t + 1)
+                    Xring[:k, :, n * QG:] = RP[t - 1:t - 1 + k]
+                if n or not paper:                                  # X[k] = E[k→t−1]·pop
+                    bmm(prev, pops[t - 1], out=Xp)
+                if n:
+                    Xdiag[u - 1].copy_(Xsrc)
+                C = bmm(steps[u - 1], Xes[u - 1])                   # Eq. 2: pop, replace, push
+                s = amax(C, dim=(1, 2), keepdim=True, out=Srow[t - 1])
                 if paper:
-                    v += w.view(B, 1, 1)
+                    s.clamp_min_(tiny)                              # C ≥ 0; 0 only if C = 0
+                else:
+                    s.masked_fill_(s == 0, 1.0)                     # (α⊥ is divided by s)
+                E = div(C, s, out=mats[u])                          # E[·→t], into the band
+                Vr = Vwin[t - 1]
+                w = amax(Vr, dim=(1, 2), keepdim=True, out=Ws[t - 1])
+                sub(Vev[t - 1], w, out=ev3).exp_()
+                a = bmm(ev, E, out=Arow[t]) if keep else bmm(ev, E)  # Eq. 4
+                v = log(a, out=Vout[t - 1])
+                prev = E
+                if paper:
+                    v += w
                     continue
-                w0 = torch.amax(Vr[..., 0], dim=(0, 2), out=Wm[t - 1, 1]).nan_to_num_(neginf=0.0)
-                ev0 = torch.exp(Vr[..., 0] - w0.view(1, B, 1))     # the ⊥ level's own shift
-                a[:, :, 0] = torch.bmm(ev0.transpose(0, 1).reshape(B, 1, (D + 1) * Q),
-                                       _levels(out, bottoms[t - 1])).view(B, Q) / s.view(B, 1)
-                v[:, :, 0] = torch.log(a[:, :, 0]) + w0.view(B, 1)
-                v[:, :, 1:] += w.view(B, 1, 1)
+                V0 = Vr[:, :, :QG:G]                                # ⊥ entries (B, D+1, Q)
+                w0 = amax(V0, dim=(1, 2), keepdim=True, out=W0s[t - 1])
+                w0.nan_to_num_(neginf=0.0)
+                ev0 = sub(V0, w0).exp_()                            # the ⊥ level's own shift
+                lev = torch.cat([Xp.unflatten(1, (-1, G))[:, :, 0], bottoms[t - 1]], dim=1)
+                a0 = bmm(ev0.view(B, 1, (D + 1) * Q), lev).div_(s)
+                if keep:
+                    a[:, :, ::G] = a0
+                log(a0, out=v[:, :, ::G])
+                v.view(B, Q, G)[:, :, 0] += w0.view(B, 1)
+                v.view(B, Q, G)[:, :, 1:] += w.view(B, 1, 1)
         if keep:
-            ctx.save_for_backward(d, rp, Vbuf, Abuf, S, Wm, *segments)
+            ctx.save_for_backward(d, Vfull, Abuf, S, Wm, *segments)
         ctx.band, ctx.T, ctx.paper = band, T, paper
         logs = torch.log(S)
         ctx.mark_non_differentiable(logs)
-        return Vbuf[D:].clone(), logs
+        return Vbuf[:, D:].reshape(B, T + 1, Q, G).clone(), logs
 
     @staticmethod
     @once_differentiable
     def backward(ctx, gV, _):
-        d, rp, Vbuf, Abuf, S, Wm, *segments = ctx.saved_tensors
+        d, Vfull, Abuf, S, Wm, *segments = ctx.saved_tensors
+        Vbuf = Vfull[..., :-1]
         band, T, paper = ctx.band, ctx.T, ctx.paper
         B, Q, G, D = band.B, band.Q, band.G, band.D
-        QG, n = Q * G, D - 2
-        turns = [band.new(d) for _ in range(2 if T else 0)]       # pop gradients
+        QG, n = Q * G, max(D - 2, 0)
+        L = (D - 1) * QG                                          # rows of [X⊕ | R]
+        turns = [band.new(d) for _ in range(2 if T else 0)]       # chart gradients
         gVb = torch.zeros_like(Vbuf)
-        gVb[D:] = gV
-        gd, g_rp = torch.zeros_like(d), torch.empty_like(rp)
+        gVb[:, D:] = gV.reshape(B, T + 1, QG)
+        gd = torch.zeros_like(d)
         g_push, g_bottom = gd[..., :G], bottom_noop(gd)
-        rps, bottoms = rp.unbind(0), bottom_noop(d).unbind(0)
-        g_next = d.new_zeros((B, D * QG, QG))                 # from step t+1's replace/pop
-        if T:                                                    # E[·→T] (natural order)
-            E = band.column(segments[-1], (T - 1) % band.S + 1).reshape(B, D * QG, QG)
+        g_rep, g_pop = d.new_zeros((T, B, QG, QG)), d.new_zeros((T, B, QG, Q))
+        pops = d[..., 2 * G].reshape(T, B, QG, Q).contiguous().unbind(0)
+        reps = d[..., G:2 * G].reshape(T, B, QG, QG).contiguous().unbind(0)
+        bottoms = bottom_noop(d).unbind(0)
+        g_next = d.new_zeros((B, D * QG, QG))                 # from step t+1's X and levels
+        xe = d.new_zeros((B, L, QG))                          # [X⊕ | R] of the step
+        xdiag = _diagonal(xe, n, Q, G) if n else None
+        gXp = d.new_zeros((B, D * QG, Q))
+        if T:                                                    # E[·→T]
+            E = band.matrix(segments[-1], (T - 1) % band.S + 1)
         with flush_denormals():
             for t in range(T, 0, -1):
                 j, u = (t - 1) // band.S, (t - 1) % band.S + 1
                 M, gM = segments[j], turns[j % 2]
-                s, w, w0 = S[t - 1].view(B, 1), Wm[t - 1, 0].view(1, B, 1, 1), Wm[t - 1, 1]
+                s, w, w0 = S[t - 1].view(B, 1, 1), Wm[0, t - 1], Wm[1, t - 1]
                 a = Abuf[t]
-                ga = torch.where(a > 0, gVb[t + D] / a, 0.0)                     # d log α
+                ga = torch.where(a > 0, gVb[:, t + D:t + D + 1] / a, 0.0)    # d log α (B,1,QG)
                 if not paper:
-                    gab = ga[:, :, 0] / s                                        # bottom level
-                    ga[:, :, 0] = 0
-                ev = torch.exp(Vbuf[t - 1:t + D] - w)
-                prev = band.column(M, u - 1).reshape(B, D * QG, QG)
-                out = torch.bmm(prev, rps[t - 1]).view(B, D, Q, G, QG + Q)
-                # Eq. 4: gradients to the v's (through ev), to E[·→t] and to the levels
-                gvr = torch.bmm(E, ga.view(B, QG, 1)).view(B, D, Q, G).transpose(0, 1)
-                gVb[t:t + D] += gvr * ev[1:]
-                gE = torch.baddbmm(g_next, ev[1:].permute(1, 0, 2, 3).reshape(B, D * QG, 1),
-                                   ga.view(B, 1, QG))
-                gE += band.column(gM, u).reshape(B, D * QG, QG)
-                # E = C / s with C = [rep + pop, rep, push]
-                gC = (gE / s.view(B, 1, 1)).view(B, D, Q, G, Q, G)
-                g_push[t - 1] = gC[:, D - 1]
-                g_out = out.new_zeros((B, D, Q, G, QG + Q))
-                g_out[:, 1:, :, :, :QG] = gC[:, :D - 1].reshape(B, D - 1, Q, G, QG)
-                if not paper:
-                    ev0 = torch.exp(Vbuf[t - 1:t + D, :, :, 0] - w0.view(1, B, 1))
-                    gv0 = torch.bmm(_levels(out, bottoms[t - 1]), gab.view(B, Q, 1))
-                    gVb[t - 1:t + D, :, :, 0] += gv0.view(B, D + 1, Q).transpose(0, 1) * ev0
-                    gY = torch.bmm(ev0.transpose(0, 1).reshape(B, (D + 1) * Q, 1),
-                                   gab.view(B, 1, Q)).view(B, D + 1, Q, Q)
-                    g_bottom[t - 1] += gY[:, D]
-                    g_out[:, :, :, 0, QG:] = gY[:, :D]
-                if n > 0:
-                    gp = gC[:, :n].permute(0, 5, 1, 2, 3, 4).reshape(B * G, n * QG, Q)
-                    gX = torch.bmm(band.pop_block(M, u).transpose(1, 2), gp)
-                    g_out[:, 2:, :, :, QG:] += gX.view(B, G, n, Q, Q).permute(0, 2, 3, 1, 4)
-                    band.pop_block(gM, u).add_(torch.bmm(gp, _pop_x(out).transpose(1, 2)))
-                go = g_out.view(B, D * QG, QG + Q)
-                g_next = torch.bmm(go, rps[t - 1].transpose(1, 2))
-                torch.bmm(prev.transpose(1, 2), go, out=g_rp[t - 1])
+                    gab = ga[:, :, ::G] / s                                  # bottom level
+                    ga[:, :, ::G] = 0
+                ev = torch.exp(Vbuf[:, t:t + D] - w)                         # (B, D, QG)
+                prev = band.matrix(M, u - 1)
+                # Eq. 4: gradients to the v's (through ev) and to E[·→t]
+                gvr = torch.bmm(E, ga.transpose(1, 2)).view(B, D, QG)
+                gVb[:, t:t + D] += gvr * ev
+                gE = torch.baddbmm(g_next, ev.view(B, D * QG, 1), ga)
+                gE += band.matrix(gM, u)
+                gC = gE.div_(s)                                              # E = C / s
+                # C = [E[·→k] for k = t−D+1..t−1 | I] · [X⊕ | R | push]
+                g_push[t - 1] = gC[:, (D - 1) * QG:].view(B, Q, G, Q, G)
+                gXp.zero_()
+                if D >= 2:
+                    W = band.step_matrix(M, u)[:, :, :L]                     # without I
+                    gxe = torch.bmm(W.transpose(1, 2), gC)                   # (B, L, QG)
+                    g_rep[t - 1] = gxe[:, n * QG:]
+                    if n:
+                        gXp[:, 2 * QG:].unflatten(1, (-1, G)).copy_(_diagonal(gxe, n, Q, G))
+                        xdiag.copy_(torch.bmm(prev[:, 2 * QG:], pops[t - 1])
+                                    .unflatten(1, (-1, G)))
+                    xe[:, n * QG:] = reps[t - 1]
+                    band.step_matrix(gM, u)[:, :, :L].baddbmm_(gC, xe.transpose(1, 2))
+                if not paper:                                                # bottom level
+                    ev0 = torch.exp(Vbuf[:, t - 1:t + D, ::G] - w0)          # (B, D+1, Q)
+                    lev = _levels(prev, pops[t - 1], bottoms[t - 1])
+                    gv0 = torch.bmm(lev, gab.transpose(1, 2))
+                    gVb[:, t - 1:t + D, ::G] += gv0.view(B, D + 1, Q) * ev0
+                    gY = torch.bmm(ev0.view(B, (D + 1) * Q, 1), gab)        # (B, (D+1)Q, Q)
+                    g_bottom[t - 1] += gY[:, D * Q:]
+                    gXp.unflatten(1, (-1, G))[:, :, 0] += gY[:, :D * Q]
+                g_next = torch.bmm(gXp, pops[t - 1].transpose(1, 2))
+                torch.bmm(prev.transpose(1, 2), gXp, out=g_pop[t - 1])
                 E = prev
                 if u == 1 and j > 0:                             # into the previous segment
                     old = turns[(j - 1) % 2]
                     old.zero_()
                     band.carry_back(gM, old)
-        gd[..., G:2 * G] += g_rp[..., :QG].view(T, B, Q, G, Q, G)
-        gd[..., 2 * G] += g_rp[..., QG:].view(T, B, Q, G, Q)
+        gd[..., G:2 * G] += g_rep.view(T, B, Q, G, Q, G)
+        gd[..., 2 * G] += g_pop.view(T, B, Q, G, Q)
         return gd, None, None, None, None
+
+
+def _levels(prev: torch.Tensor, pop: torch.Tensor, bottom: torch.Tensor) -> torch.Tensor:
+    """The bottom level's operand: [X[k][u, ⊥ → r] for k = t−1−D..t−2, then the ⊥ → ⊥ no-op]
+    as (B, (D+1)·Q, Q), from E[·→t−1] (B, D·QG, QG) and the pop actions (B, QG, Q)."""
+    Q = bottom.shape[1]
+    G = prev.shape[2] // Q
+    X0 = torch.bmm(prev.unflatten(1, (-1, G))[:, :, 0], pop)           # (B, D·Q, Q)
+    return torch.cat([X0, bottom], dim=1)
 
 
 def replace_pop(d: torch.Tensor) -> torch.Tensor:
@@ -312,16 +419,16 @@ def bottom_noop(d: torch.Tensor) -> torch.Tensor:
 
 def windowed_chart(d: torch.Tensor, v0: torch.Tensor, D: int,
                    paper: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-    """`WindowedChart`, keeping the chart for a backward pass only when grad mode is on and d
-    requires a gradient; ``paper``: the paper's Eq. 4 for every top (no bottom level, see
-    `pdanet.constructions.stacks.ns`)."""
+    """`WindowedChart` (v batch-major, (B, T+1, Q, G)), keeping the chart for a backward pass
+    only when grad mode is on and d requires a gradient; ``paper``: the paper's Eq. 4 for every
+    top (no bottom level, see `pdanet.constructions.stacks.ns`)."""
     return WindowedChart.apply(d, v0, D, torch.is_grad_enabled() and d.requires_grad, paper)
 
 
 def chart_entries(B: int, Q: int, G: int, D: int, T: int, keep: bool) -> int:
     """Elements of the chart buffers of a call: the band segments (all ⌈T/S⌉ of them, or the
     two that take turns) and the v's."""
-    band = Band(B, Q, G, D, min(T, segment_steps(D)))
+    band = Band(B, Q, G, D, min(T, segment_steps(D, keep)))
     segments = (-(-T // band.S) if keep else 2) if T else 0
     return segments * band.length + (T + 1 + D) * B * Q * G
 
