@@ -232,13 +232,14 @@ class Boxes:
         return FailingCase(kind, self.pair_desc(p), str(self.machine.alphabet.symbols[a]), j,
                            self.label(j), (lo, hi), (tgt - R[j, 0], tgt + R[j, 0]))
 
-    def step(self, R: np.ndarray, kernel: str, stage: str) -> _Pass:
-        """Enclose one step of every (node, symbol) case with boxes of radii R (S, 1). A
-        deviation that is NaN (a non-finite enclosure, or a sum that could overflow the dtype)
-        propagates into ``dev`` and is recorded in ``worst``, so the pass fails on it."""
+    def preactivations(self, R: np.ndarray, stage: str):
+        """The pre-activation enclosures of one step from every node's box (radii R, shape
+        (S,)), by chunk of nodes and live symbol: yields (rows, a, tgt, z) — the nodes, the
+        symbol, their successors and the interval z of W_hh h + W_ih x_a + b over the boxes,
+        rounding of the network's dtype included (NaN where a row's partial sums could overflow
+        the dtype: no rounding bound there)."""
         E, W, H, dtype, chunk = self.E, self.W, self.H, self.dtype, self.chunk
-        R = R[:, 0]
-        P, S = E.shape
+        P = E.shape[0]
         u = iv.unit_roundoff(dtype)
         W_hh, W_ih, b, emb = W.weight_hh, W.weight_ih, W.bias, W.embedding
         n_terms = W_hh.shape[1] + W_ih.shape[1] + 2
@@ -248,14 +249,6 @@ class Boxes:
         hmax = np.abs(E[:, :H]).max(axis=0) + R[:H]
         absWhh_h = np.abs(W_hh) @ hmax
         err_coef = iv.gamma(n_terms, u) + iv.gamma(n_terms + 2, _U64)
-        limits.check(f"certifying {self.net.construction}: one chunk of {min(chunk, P):,} pairs",
-                     24.0 * min(chunk, P) * S * 8 * (4 if self.cell == "lstm" else 1),
-                     "max_bytes", hint="pass a smaller chunk")
-        dev = np.zeros(S)
-        drift = np.zeros(S)
-        settled = np.zeros(S)
-        worst: dict = {}
-        cases = 0
         for start in range(0, P, chunk):
             rows_all = np.arange(start, min(P, start + chunk))
             # centres as a sparse offset from their median: structured encodings are cheap
@@ -266,37 +259,51 @@ class Boxes:
                 live = tgt >= 0
                 if not live.any():
                     continue
-                rows = rows_all[live]
                 x = emb[a]
                 absum = absWhh_h + np.abs(W_ih) @ np.abs(x) + np.abs(b)
                 err = err_coef * absum + n_terms * iv.tiny(dtype)
-                # a row whose partial sums could overflow the dtype has no rounding bound
                 err = np.where(overflow_free(absum, err_coef, dtype), err, np.nan)
                 mid = zc[live] + (W_ih @ x + b)[None, :]
                 rad = zrad[None, :] + err[None, :] + iv.gamma(2, _U64) * np.abs(mid)
-                z = iv.Interval(mid - rad, mid + rad)
-                T = E[tgt[live]]
-                cases += len(rows)
-                if self.cell == "rnn":
-                    out = iv.tanh(z, dtype, kernel)
-                else:
-                    gates = tuple(z[:, k * H:(k + 1) * H] for k in range(4))
-                    im = lstm_image(gates, E[rows, H:], R[H:], T[:, H:], R[None, H:], dtype,
-                                    kernel)
-                    out = iv.Interval(np.concatenate([im.h.lo, im.c.lo], 1),
-                                      np.concatenate([im.h.hi, im.c.hi], 1))
-                    settled[H:] = np.maximum(settled[H:], im.settled.max(axis=0))
-                    drift[H:] = np.maximum(drift[H:], im.drift.max(axis=0))
-                d_all = np.maximum(out.hi - T, T - out.lo)     # NaN where the enclosure is
-                j_max = d_all.argmax(axis=0)                   # argmax picks the first NaN
-                d_new = d_all[j_max, np.arange(S)]
-                new = (d_new > dev) | (np.isnan(d_new) & ~np.isnan(dev))
-                for j in np.nonzero(new)[0]:
-                    r = j_max[j]
-                    worst[int(j)] = (int(rows[r]), a, float(out.lo[r, j]), float(out.hi[r, j]),
-                                     float(T[r, j]))
-                dev = np.maximum(dev, d_all.max(axis=0))
+                yield rows_all[live], a, tgt[live], iv.Interval(mid - rad, mid + rad)
             notify(self.progress, stage, rows_all[-1] + 1, P)
+
+    def step(self, R: np.ndarray, kernel: str, stage: str) -> _Pass:
+        """Enclose one step of every (node, symbol) case with boxes of radii R (S, 1). A
+        deviation that is NaN (a non-finite enclosure, or a sum that could overflow the dtype)
+        propagates into ``dev`` and is recorded in ``worst``, so the pass fails on it."""
+        E, H, dtype, chunk = self.E, self.H, self.dtype, self.chunk
+        R = R[:, 0]
+        P, S = E.shape
+        limits.check(f"certifying {self.net.construction}: one chunk of {min(chunk, P):,} pairs",
+                     24.0 * min(chunk, P) * S * 8 * (4 if self.cell == "lstm" else 1),
+                     "max_bytes", hint="pass a smaller chunk")
+        dev = np.zeros(S)
+        drift = np.zeros(S)
+        settled = np.zeros(S)
+        worst: dict = {}
+        cases = 0
+        for rows, a, tgt, z in self.preactivations(R, stage):
+            T = E[tgt]
+            cases += len(rows)
+            if self.cell == "rnn":
+                out = iv.tanh(z, dtype, kernel)
+            else:
+                gates = tuple(z[:, k * H:(k + 1) * H] for k in range(4))
+                im = lstm_image(gates, E[rows, H:], R[H:], T[:, H:], R[None, H:], dtype, kernel)
+                out = iv.Interval(np.concatenate([im.h.lo, im.c.lo], 1),
+                                  np.concatenate([im.h.hi, im.c.hi], 1))
+                settled[H:] = np.maximum(settled[H:], im.settled.max(axis=0))
+                drift[H:] = np.maximum(drift[H:], im.drift.max(axis=0))
+            d_all = np.maximum(out.hi - T, T - out.lo)     # NaN where the enclosure is
+            j_max = d_all.argmax(axis=0)                   # argmax picks the first NaN
+            d_new = d_all[j_max, np.arange(S)]
+            new = (d_new > dev) | (np.isnan(d_new) & ~np.isnan(dev))
+            for j in np.nonzero(new)[0]:
+                r = j_max[j]
+                worst[int(j)] = (int(rows[r]), a, float(out.lo[r, j]), float(out.hi[r, j]),
+                                 float(T[r, j]))
+            dev = np.maximum(dev, d_all.max(axis=0))
         return _Pass(dev[:, None], drift, settled, worst, cases)
 
     def readout(self, R: np.ndarray) -> tuple[FailingCase | None, float, int]:

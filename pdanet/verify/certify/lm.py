@@ -48,7 +48,6 @@ from dataclasses import dataclass, fields, replace
 from fractions import Fraction
 
 import numpy as np
-import scipy.sparse as sps
 import torch
 
 from pdanet.automata.base import Machine
@@ -65,7 +64,6 @@ from pdanet.verify.certify.core import (
     begin,
     check_pair,
     notify,
-    overflow_free,
     ulp_then_saturating,
 )
 from pdanet.verify.certify.induction import LIVE_NOTE, induct
@@ -513,58 +511,32 @@ def _logsoftmax_error(z: iv.Interval, possible: np.ndarray, dtype: torch.dtype) 
 
 def image_boxes(fam: LMBoxes, R: np.ndarray, kernel: str = "saturating") -> ImageBoxes:
     """One step of every (node, live symbol) case from the invariant boxes of radii R (S, 1)
-    (those of `Boxes.step`: the same pre-activation enclosure), with the activations of
-    `activation` under ``kernel``; each image is intersected with its successor's invariant box
-    (the induction proved it lies there) and hulled into that node's image box."""
-    E, W, H, dtype, chunk = fam.E, fam.W, fam.H, fam.dtype, fam.chunk
+    (those of `Boxes.step`: the same pre-activation enclosure, `Boxes.preactivations`), with the
+    activations of `activation` under ``kernel``; each image is intersected with its successor's
+    invariant box (the induction proved it lies there) and hulled into that node's image box."""
+    E, H, dtype = fam.E, fam.H, fam.dtype
     R = R[:, 0]
     P, S = E.shape
-    u = iv.unit_roundoff(dtype)
-    W_hh, W_ih, b, emb = W.weight_hh, W.weight_ih, W.bias, W.embedding
-    n_terms = W_hh.shape[1] + W_ih.shape[1] + 2
-    base = np.median(E[:, :H], axis=0)
-    base_term = W_hh @ base
-    zrad = np.abs(W_hh) @ R[:H]
-    hmax = np.abs(E[:, :H]).max(axis=0) + R[:H]
-    absWhh_h = np.abs(W_hh) @ hmax
-    err_coef = iv.gamma(n_terms, u) + iv.gamma(n_terms + 2, _U64)
     lo, hi = np.full((P, S), np.inf), np.full((P, S), -np.inf)
     cases = 0
-    for start in range(0, P, chunk):
-        rows_all = np.arange(start, min(P, start + chunk))
-        delta = sps.csr_matrix(E[rows_all, :H] - base)
-        zc = base_term[None, :] + np.asarray(delta @ W_hh.T)
-        for a in range(len(fam.machine.alphabet)):
-            tgt = fam.abst.node_succ[rows_all, a]
-            live = tgt >= 0
-            if not live.any():
-                continue
-            rows, tgt = rows_all[live], tgt[live]
-            x = emb[a]
-            absum = absWhh_h + np.abs(W_ih) @ np.abs(x) + np.abs(b)
-            err = err_coef * absum + n_terms * iv.tiny(dtype)
-            err = np.where(overflow_free(absum, err_coef, dtype), err, np.nan)
-            mid = zc[live] + (W_ih @ x + b)[None, :]
-            rad = zrad[None, :] + err[None, :] + iv.gamma(2, _U64) * np.abs(mid)
-            z = iv.Interval(mid - rad, mid + rad)
-            cases += len(rows)
-            if fam.cell == "rnn":
-                out = activation("tanh", z, dtype, kernel)
-            else:  # c' = f·c + i·g, h' = o·tanh(c') (gate order i, f, g, o)
-                zi, zf, zg, zo = (z[:, k * H:(k + 1) * H] for k in range(4))
-                gi, gf = activation("sigmoid", zi, dtype, kernel), activation("sigmoid", zf,
-                                                                               dtype, kernel)
-                gg, go = activation("tanh", zg, dtype, kernel), activation("sigmoid", zo, dtype,
-                                                                            kernel)
-                cn = iv.lstm_cell(gf, iv.Interval.around(E[rows, H:], R[H:]), gi, gg, dtype)
-                hn = iv.mul(go, activation("tanh", cn, dtype, kernel), dtype)
-                out = iv.Interval(np.concatenate([hn.lo, cn.lo], 1),
-                                  np.concatenate([hn.hi, cn.hi], 1))
-            box = iv.Interval.around(E[tgt], R)
-            o_lo, o_hi = np.maximum(out.lo, box.lo), np.minimum(out.hi, box.hi)  # NaN stays NaN
-            np.minimum.at(lo, tgt, o_lo)
-            np.maximum.at(hi, tgt, o_hi)
-        notify(fam.progress, "image boxes", rows_all[-1] + 1, P)
+    for rows, _, tgt, z in fam.preactivations(R, "image boxes"):
+        cases += len(rows)
+        if fam.cell == "rnn":
+            out = activation("tanh", z, dtype, kernel)
+        else:  # c' = f·c + i·g, h' = o·tanh(c') (gate order i, f, g, o)
+            zi, zf, zg, zo = (z[:, k * H:(k + 1) * H] for k in range(4))
+            gi, gf = activation("sigmoid", zi, dtype, kernel), activation("sigmoid", zf,
+                                                                           dtype, kernel)
+            gg, go = activation("tanh", zg, dtype, kernel), activation("sigmoid", zo, dtype,
+                                                                        kernel)
+            cn = iv.lstm_cell(gf, iv.Interval.around(E[rows, H:], R[H:]), gi, gg, dtype)
+            hn = iv.mul(go, activation("tanh", cn, dtype, kernel), dtype)
+            out = iv.Interval(np.concatenate([hn.lo, cn.lo], 1),
+                              np.concatenate([hn.hi, cn.hi], 1))
+        box = iv.Interval.around(E[tgt], R)
+        o_lo, o_hi = np.maximum(out.lo, box.lo), np.minimum(out.hi, box.hi)  # NaN stays NaN
+        np.minimum.at(lo, tgt, o_lo)
+        np.maximum.at(hi, tgt, o_hi)
     return ImageBoxes(lo, hi, cases)
 
 
