@@ -154,6 +154,21 @@ def test_verify_on_random_or_trained_weights_returns_a_report(name):
         assert rep.ok or rep.counterexample is not None
 
 
+def _compiled_with_tolerance(machine, target: str, name: str):
+    """(net, δ* to length 4) of a random machine, or the hypothesis example is skipped where the
+    model refuses the machine or no δ* is proved."""
+    try:
+        net = pn.compile(machine, target=target, model=name)
+    except CompileError:
+        assume(False)
+    try:
+        tol = weight_tolerance(net, rel_tol=0.5, max_length=4)
+    except CertificationError:
+        assume(False)
+    assert tol.delta > 0
+    return net, tol
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(machine=strategies.realtime_dpda(max_states=3, empty_stack=False),
        name=st.sampled_from(("grefenstette_rnn", "hao_lstm", "joulin_mikolov_stack_rnn",
@@ -162,15 +177,7 @@ def test_verify_on_random_or_trained_weights_returns_a_report(name):
 def test_random_dpda_noise_within_tolerance_verifies(machine, name, rho, seed):
     """Brute force on random real-time DPDAs: wherever a δ* is proved, every noise draw within it
     agrees with the machine on every live prefix of length ≤ the proved length."""
-    try:
-        net = pn.compile(machine, target="stack_rnn", model=name)
-    except CompileError:
-        assume(False)
-    try:
-        tol = weight_tolerance(net, rel_tol=0.5, max_length=4)
-    except CertificationError:
-        assume(False)
-    assert tol.delta > 0
+    net, tol = _compiled_with_tolerance(machine, "stack_rnn", name)
     rep = pn.verify(machine, _noisy(net, tol, rho, seed), max_length=4, samples=0, long_samples=0)
     assert rep.ok, (name, rho, tol.delta, rep.counterexample)
 
@@ -323,15 +330,7 @@ def test_random_dpda_dusell_noise_within_tolerance_verifies(machine, name, rho, 
     """Brute force on random real-time DPDAs compiled to the DuSell & Chiang models: wherever a
     δ* is proved, every noise draw within it agrees with the machine on every live prefix of
     length ≤ the proved length, and so does the corner +δ*."""
-    try:
-        net = pn.compile(machine, target="ns_rnn", model=name)
-    except CompileError:
-        assume(False)
-    try:
-        tol = weight_tolerance(net, rel_tol=0.5, max_length=4)
-    except CertificationError:
-        assume(False)
-    assert tol.delta > 0
+    net, tol = _compiled_with_tolerance(machine, "ns_rnn", name)
     for other in (_noisy(net, tol, rho, seed), _corner(net, tol, 1.0)):
         rep = pn.verify(machine, other, max_length=4, samples=0, long_samples=0)
         assert rep.ok, (name, rho, tol.delta, rep.counterexample)
