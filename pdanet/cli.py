@@ -1006,7 +1006,8 @@ def _experiment_common(p: argparse.ArgumentParser) -> None:
 def _experiment_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("paper", help="grefenstette2015, hao2018, suzgun2019, dusell2021, hewitt2020")
     p.add_argument("task", nargs="?", default=None,
-                   help="the paper's task (default: the paper's protocol task)")
+                   help="the paper's task (default: its only protocol's task; required where "
+                        "the paper has several)")
     p.add_argument("--model", default=None, help="model name (default: the protocol's)")
     p.add_argument("--init", choices=EXPERIMENT_INITS, default="random")
     p.add_argument("--seed", type=integer(0), default=0)
