@@ -60,10 +60,12 @@ The task machines (`dusell_lm_machine`) are real-time probabilistic PDAs whose s
 probabilities are those of DuSell & Chiang's PCFGs (`pdanet.automata.tasks.dusell2021`); the
 grammars' ε-rules are folded into the next emission (or the stop probability), so no ε-arc is
 needed. Marked reversal and Dyck are deterministic (one-hot readings); unmarked and padded
-reversal guess the middle. Greibach's hardest CFL is not among them: its grammar is a
-`WeightedCFG` whose weights do not normalise (a distribution only given the length) with
-left-recursive rules, and the real-time PDA of `hardest_cfl_realtime_dollar` counts choices of
-y-parts rather than carrying the grammar's weights.
+reversal guess the middle. Greibach's hardest CFL has a `WeightedCFG` whose weights do not
+normalise (a distribution only given the length) with left-recursive rules: its machine
+(`pdanet.automata.tasks.dusell2021.hardest_cfl_lm`) is a real-time weighted PDA built for that
+grammar (18 states, stack symbols ( and [), weighted by λ^|w| and locally normalised by weight
+pushing with completion weights solved by Newton's method; its p(w) is proportional to the
+grammar's weight times λ^|w|, so p(w | |w|), the papers' quantity, is the grammar's.
 """
 
 from __future__ import annotations
@@ -86,6 +88,7 @@ from pdanet.automata.base import BatchTrace
 from pdanet.automata.probabilistic import _count, _LanguageModel
 from pdanet.automata.tasks.dusell2021 import (
     dusell_dyck_grammar,
+    hardest_cfl_lm,
     marked_reversal_grammar,
     padded_reversal_grammar,
     unmarked_reversal_grammar,
@@ -631,7 +634,7 @@ def _dyck(g) -> WeightedPDA:
                        empty_stack=True, name=f"{g.name}_lm")
 
 
-LM_TASKS = ("marked_reversal", "unmarked_reversal", "padded_reversal", "dyck")
+LM_TASKS = ("marked_reversal", "unmarked_reversal", "padded_reversal", "dyck", "hardest_cfl")
 
 
 def dusell_lm_machine(task: str, **params: Any) -> tuple[WeightedPDA, Any]:
@@ -639,7 +642,10 @@ def dusell_lm_machine(task: str, **params: Any) -> tuple[WeightedPDA, Any]:
     machine's p(w) (module docstring) is the PCFG's p_G(w) for every string. ``params`` go to
     the task's grammar function (`marked_reversal_grammar` with ``alphabet``, ``marker``,
     ``p_end``, ``mean_length``; `unmarked_reversal_grammar`; `padded_reversal_grammar`;
-    `dusell_dyck_grammar` with ``k``, …). The hardest CFL has no such machine here."""
+    `dusell_dyck_grammar` with ``k``, …). For ``"hardest_cfl"`` (`hardest_cfl_lm`, with
+    ``length_weight`` and the parameters of `hardest_cfl_grammar`) the PCFG is the authors'
+    weighted grammar renormalised with the length weight λ: p(w) ∝ weight_G(w)·λ^|w|, so
+    p(w | |w|) is the grammar's, which is what DuSell & Chiang's metric uses."""
     if task == "marked_reversal":
         g = marked_reversal_grammar(**params)
         marker = params.get("marker", BLANK)
@@ -655,9 +661,7 @@ def dusell_lm_machine(task: str, **params: Any) -> tuple[WeightedPDA, Any]:
         g = dusell_dyck_grammar(**params)
         return _dyck(g), g
     if task == "hardest_cfl":
-        raise InputError("the hardest CFL has no probabilistic real-time PDA here (its grammar's "
-                         "left recursion and ε-derivations are not folded into a real-time "
-                         f"machine); choose one of {LM_TASKS}")
+        return hardest_cfl_lm(**params)
     raise InputError(f"unknown task {task!r}; choose one of {LM_TASKS}")
 
 

@@ -33,8 +33,13 @@ action tensor is the embedding of the symbol read — no LSTM controller):
   the compiled network's probabilities unchanged.
 
 ``init="compiled+noise"`` is refused (`InputError`): `pdanet.learning.initialize` certifies no
-weight tolerance for the NS-RNN language model. Greibach's hardest CFL has no probabilistic
-real-time PDA in pdanet yet, so it has no protocol here.
+weight tolerance for the NS-RNN language model.
+
+Greibach's hardest CFL: the authors' grammar has weights that do not normalise, so its task
+machine (`pdanet.automata.tasks.dusell2021.hardest_cfl_lm`) gives p(w) ∝ weight_G(w)·λ^|w|
+(``length_weight`` λ, a size parameter) and the task's "PCFG" is that grammar renormalised:
+p(w | |w|), all the figure uses, is the authors' for every λ; only ``ce_difference_pcfg``
+depends on λ.
 """
 
 from __future__ import annotations

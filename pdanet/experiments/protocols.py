@@ -13,9 +13,9 @@ protocol to a paper target once it lands is one line: its ``target`` (or ``task`
 
 DuSell & Chiang's (2021) own protocol is a language model trained with EOS and scored by
 cross-entropy difference (``metric="ce_difference"``): the protocols ``dusell2021`` /
-``marked_reversal_lm``, ``unmarked_reversal_lm``, ``padded_reversal_lm``, ``dyck_lm`` (field
-``lm``: the task of `pdanet.constructions.ns_lm.dusell_lm_machine`), run by
-`pdanet.experiments.lm`; the hardest CFL has none (no probabilistic real-time PDA yet).
+``marked_reversal_lm``, ``unmarked_reversal_lm``, ``padded_reversal_lm``, ``dyck_lm``,
+``hardest_cfl_lm`` (field ``lm``: the task of `pdanet.constructions.ns_lm.dusell_lm_machine`),
+run by `pdanet.experiments.lm`.
 
 No torch here: the CLI reads this module to list protocols.
 """
@@ -122,8 +122,9 @@ _LM_DEVIATION = ("the model is the NS-RNN language model of pdanet.constructions
                  "(lr × 5 restarts, best on validation) is one lr here; small: short strings.")
 _LM_NOTES = ("metric: cross-entropy difference, model minus true distribution (p_G(w | |w|) / "
              "number of lengths), nats per symbol with one EOS per string (§4); lower is "
-             "better, 0 optimal. The hardest CFL has no probabilistic real-time PDA in pdanet "
-             "yet: not run.")
+             "better, 0 optimal. The hardest CFL's grammar weights do not normalise: its PDA "
+             "defines p(w) ∝ weight_G(w)·λ^|w| (dusell2021.hardest_cfl_lm), whose p(w | |w|) is "
+             "the authors' distribution.")
 
 
 def _lm(task: str, section_task: str, small: Size) -> Protocol:
@@ -151,6 +152,11 @@ _LM_PROTOCOLS = (
     _lm("padded_reversal", "padded reversal",
         replace(_LM_SMALL, params={"mean_content_length": 7, "mean_padding_length": 4})),
     _lm("dyck", "Dyck-2", replace(_LM_SMALL, params={"mean_nesting_depth": 5})),
+    # the hardest CFL's shortest string has 6 symbols: small lengths 6–12 (test 13–16), 3
+    # epochs (its 18-state PDA costs more per step); length weight 0.28: mean length ≈ 10
+    _lm("hardest_cfl", "hardest CFL",
+        replace(_LM_SMALL, train_lengths=tuple(range(6, 13)), test_lengths=tuple(range(13, 17)),
+                epochs=3, params={"length_weight": 0.28})),
 )
 
 
@@ -160,18 +166,65 @@ PROTOCOLS: dict[tuple[str, str], Protocol] = {(p_.paper, p_.task): p_ for p_ in 
     Protocol(
         "grefenstette2015", "sequence_reversal", "Grefenstette et al. (2015) §4.1, §4.3–4.4",
         "grefenstette_lstm", "coarse", "rmsprop",
-        {  # §4.1: source lengths unif{8, 64}; §4.3: test unif{65, 128}; §4.4: RMSProp, batch 10
-            "paper": Size(_even(16, 128), _even(130, 256), 10_000, 1000, 8, 50, 10, 1e-3),
-            "small": Size(_even(2, 12), _even(14, 24), 300, 100, 10, 15, 10, 1e-3,
+        # lengths are the joint inputs' <s> w ||| t, 2|w| + 2 (pdanet.experiments.data)
+        {  # §4.1: source lengths unif{8, 64}; §4.3: test unif{65, 128}, 1000 sequences;
+           # §4.4: RMSProp, batch 10, lr grid {5e-3 … 5e-5}, gradients clipped at 1
+            "paper": Size(_even(18, 130), _even(132, 258), 10_000, 1000, 16, 50, 10, 1e-3),
+            "small": Size(_even(4, 14), _even(16, 26), 300, 100, 10, 15, 10, 1e-3,
                           {"vocab_size": 8})},
         task_params={"vocab_size": 128}, sample_params={"vocab_size": 128},
+        target="grefenstette",
         reported="Stack-LSTM, testing coarse 1.00 / fine 1.00 (Table in §5, Fig. 2a)",
         reported_value=1.0,
-        deviation="small: vocabulary 8 instead of 128; the Stack-LSTM is pdanet's compiled "
-                  "`GrefenstetteRNN` (its hidden size is the construction's, not 256/512); "
-                  "strings are in delayed-output form w #^|w| (coarse/fine over the #-half).",
-        notes="coarse: every target symbol right; fine: share of the target side right before "
-              "the first error (§4.3)."),
+        deviation="small: vocabulary 8 instead of 128, sources of length 1–6 (test 7–12) "
+                  "instead of 8–64 (test 65–128); the Stack-LSTM is pdanet's compiled "
+                  "`GrefenstetteRNN` (its hidden size is the construction's, not 256/512; one "
+                  "embedding for source and target symbols of the same name, not two); one "
+                  "learning rate, a fixed number of epochs.",
+        notes="the paper's protocol: joint sequences <s> w ||| w^R </s>, the next target "
+              "symbol predicted after ||| and each teacher-forced target symbol; coarse: every "
+              "target symbol and </s> right; fine: share of the target side (with </s>) right "
+              "before the first error (§4.3). Lengths are the joint inputs' (2|w| + 2)."),
+    Protocol(
+        "grefenstette2015", "sequence_copy", "Grefenstette et al. (2015) §4.1, §4.3–4.4",
+        "grefenstette_lstm", "coarse", "rmsprop",
+        {  # as sequence_reversal (the same §4.1 sampling, §4.3 testing and §4.4 training)
+            "paper": Size(_even(18, 130), _even(132, 258), 10_000, 1000, 16, 50, 10, 1e-3),
+            "small": Size(_even(4, 14), _even(16, 26), 300, 100, 10, 15, 10, 1e-3,
+                          {"vocab_size": 8})},
+        task_params={"vocab_size": 128}, sample_params={"vocab_size": 128},
+        target="grefenstette",
+        reported="Queue-LSTM, testing coarse 1.00 / fine 1.00 (Table in §5, Fig. 2a)",
+        reported_value=1.0,
+        deviation="small: vocabulary 8 instead of 128, sources of length 1–6 (test 7–12) "
+                  "instead of 8–64 (test 65–128); the Queue-LSTM is pdanet's compiled "
+                  "`GrefenstetteRNN` with a neural queue (its hidden size is the construction's, "
+                  "not 256/512); one learning rate, a fixed number of epochs.",
+        notes="the paper's protocol: joint sequences <s> w ||| w </s> (see sequence_reversal); "
+              "lengths are the joint inputs' (2|w| + 2)."),
+    Protocol(
+        "grefenstette2015", "bigram_flip", "Grefenstette et al. (2015) §4.1, §4.3–4.4",
+        "grefenstette_lstm", "coarse", "rmsprop",
+        # §4.1: even sources only, so joint lengths 2|w| + 2 step by 4
+        {  # as sequence_reversal: sources 8–64 (test 66–128), even lengths
+            "paper": Size(tuple(range(18, 131, 4)), tuple(range(134, 259, 4)), 10_000, 1000, 16,
+                          50, 10, 1e-3),
+            "small": Size((6, 10, 14), (18, 22, 26), 300, 100, 10, 15, 10, 1e-3,
+                          {"vocab_size": 8})},
+        task_params={"vocab_size": 128}, sample_params={"vocab_size": 128},
+        target="grefenstette",
+        reported="Queue-LSTM and DeQue-LSTM, testing coarse 1.00 / fine 1.00 (Table in §5, "
+                 "Fig. 2a); §5's discussion reports models failing on the last two symbols",
+        reported_value=1.0,
+        deviation="small: vocabulary 8 instead of 128, sources of length 2–6 (test 8–12) "
+                  "instead of 8–64 (test 65–128); the Queue-LSTM is pdanet's compiled "
+                  "`GrefenstetteRNN` with a neural queue (its hidden size is the construction's, "
+                  "not 256/512; the odd symbol is held in a register of the controller); one "
+                  "learning rate, a fixed number of epochs.",
+        notes="the paper's protocol: joint sequences <s> a1 a2 … ||| a2 a1 … </s> (see "
+              "sequence_reversal); the machine is `protocol_machine('bigram_flip')` on a queue "
+              "(the DeQue-LSTM's: size params {'store': 'deque'}); lengths are the joint "
+              "inputs' (2|w| + 2, |w| even)."),
     Protocol(
         "hao2018", "reversal", "Hao et al. (2018) §5 (Experiment 1), Table 1",
         "hao_lstm", "masked_accuracy", "adam",
@@ -192,13 +245,16 @@ PROTOCOLS: dict[tuple[str, str], Protocol] = {(p_.paper, p_.task): p_ for p_ in 
         {  # §5: 5000 words of lengths [2, 50], test [52, 100], p = 1/2, q = 1/4; §4: Adam, 3 epochs
             "paper": Size(_even(2, 50), _even(52, 100), 5000, 500, 100, 3, 10, 1e-3),
             "small": Size(_even(2, 20), _even(22, 40), 500, 100, 10, 5, 10, 1e-2)},
-        sample_params={"grammar": True},
+        sample_params={"grammar": True}, target="next_set",
         reported="Stack-RNN+Softmax, test median 100 %, mean 80.00 % (Table 2, D2)",
         reported_value=1.0,
-        deviation="the paper gives no batch size (10 here); target is acceptance of every prefix (pdanet's dyck2 recogniser), not "
-                  "the paper's next-symbol set with an end marker (Table 1); a string counts as "
-                  "correct when every prefix is labelled right, as in the paper.",
-        notes="strings from the paper's PCFG conditioned on the drawn length."),
+        deviation="the paper gives no batch size (10 here); the empty prefix's set is scored "
+                  "too (the paper predicts after each symbol).",
+        notes="strings from the paper's PCFG conditioned on the drawn length; target: the set "
+              "of symbols that may follow each prefix, with the end marker ⊣ (Table 1; the "
+              "task's DPDA as `pdanet.models.suzgun.NextSetMachine`, compiled with "
+              "readout='next_set'); a string is correct when every prefix's set is right "
+              "(σ > 1/2 exactly on the set, §4.1)."),
     Protocol(
         "dusell2021", "marked_reversal", "DuSell & Chiang (2021) §4",
         "grefenstette_lstm", "sequence_accuracy", "adam",

@@ -12,7 +12,7 @@ from typing import Any
 from pdanet.automata.alphabet import BOTTOM
 from pdanet.automata.grammar import CFG, PCFG
 from pdanet.automata.pda import DPDA, PDA
-from pdanet.automata.tasks.probability import WeightedCFG
+from pdanet.automata.tasks.probability import WeightedCFG, normalise_grammar, push_weights
 from pdanet.automata.tasks.sampling import check_alphabet, grammar_sampler, primed
 from pdanet.automata.tasks.task import BLANK
 from pdanet.automata.weighted import WeightedPDA, hardest_cfl_realtime
@@ -479,6 +479,130 @@ def hardest_cfl_realtime_dollar() -> WeightedPDA:
                        empty_stack=True, name="hardest_cfl_realtime")
 
 
+#: the default length weight λ of the hardest CFL's language model (p(w) ∝ weight_G(w)·λ^|w|):
+#: its mean length is about 58, near the papers' mean of 60 (λ < 0.36 keeps the total finite)
+HARDEST_LENGTH_WEIGHT = Fraction(343, 1000)
+
+
+def _length_weight(length_weight: Any) -> Fraction:
+    lam = length_weight
+    lam = Fraction(str(lam)) if isinstance(lam, float) else lam
+    if isinstance(lam, bool) or not isinstance(lam, (int, Fraction)) or not 0 < lam:
+        raise InputError(f"length_weight must be a positive number, got {length_weight!r}")
+    return Fraction(lam)
+
+
+def hardest_cfl_weighted_pda(length_weight: Any = HARDEST_LENGTH_WEIGHT,
+                             **params: Any) -> WeightedPDA:
+    """A real-time weighted PDA (rational semiring, exact) whose weight of every string w is
+    weight_G(w)·λ^|w|, with weight_G the total weight of w's derivations in
+    `hardest_cfl_grammar(**params)` (with ``$``) and λ = `length_weight` (each transition reads
+    one symbol and carries a factor λ). Accepting: state ``F`` with the empty stack.
+
+    Construction (specific to this grammar, a real-time weighted form in the spirit of
+    Greibach's normal form). Between two consecutive *structural* brackets (those of T) the
+    grammar has exactly one Q (after ``$`` too), and the last ``)`` is followed by L ``;``. So a
+    state is a phase — O after an opening bracket or ``$``, C after a closing bracket — and a
+    position in Q = ε | L ; R: ``e`` (the entry), ``l1``/``l2`` (in L' = (, V)*: after its comma,
+    after a W of V), ``lU`` (in L's U), ``rU`` (in R's U), ``r2``/``r3`` (in R' = (V ,)*: after
+    a comma, after a W of V); plus ``sU``, ``s2``, ``s3`` for S''s leading R and ``F``. The
+    stack holds the open structural brackets ( and [ ; every pop returns to ``eC``. The rule
+    weights are paid where the next symbol decides the rule: T's weight (A = ( Q S Q ), B = ( Q ))
+    at the next structural bracket after its opening one (an opening bracket: A of the top; the
+    matching closing one: B), S → S Q T (s) at each further T and S → T (1 − s) at the end of
+    S (a closing bracket read in phase C, or the final ``;``), Q → L ; R (q) at Q's ``;`` and
+    Q → ε (1 − q) at a bracket read from ``e``, the filler rules at their symbols, R' → ε at the
+    bracket after R'. Every derivation is one run and every run one derivation, with the same
+    weight (checked against the grammar's derivations on every string up to length 9 in the
+    tests); 18 states, stack symbols ( and [."""
+    g = hardest_cfl_grammar(True, **params)
+    lam = _length_weight(length_weight)
+
+    def w(lhs: str, body: tuple) -> Fraction:
+        return Fraction(g.weight(lhs, body))
+
+    fill = ("(", ")", "[", "]", "$")
+    om = {a: w("W", (a,)) for a in fill}
+    c, cb = w("L'", (",", "V", "L'")), w("L'", ())
+    c_r, cb_r = w("R'", ("R'", "V", ",")), w("R'", ())
+    u, ub = w("U", ("W", "U")), w("U", ())
+    v, vb = w("V", ("W", "V")), w("V", ("W",))
+    q, qb = w("Q", ("L", ";", "R")), w("Q", ())
+    s_, sb = w("S", ("S", "Q", "T")), w("S", ("T",))
+    w_l, w_r = w("L", ("L'", ",", "U")), w("R", ("U", ",", "R'"))
+    w_top = w("S'", ("R", "$", "Q", "S", "L", ";"))
+    rule_a = {lo: w("T", (lo, "Q", "S", "Q", hi)) for lo, hi in _OPEN.items()}
+    rule_b = {lo: w("T", (lo, "Q", hi)) for lo, hi in _OPEN.items()}
+    t: dict = {}
+
+    def add(src, top, a, dst, op, y, weight) -> None:
+        if weight:
+            key = (src, top, a, dst, op, y)
+            t[key] = t.get(key, Fraction(0)) + weight * lam
+
+    for phase in "OC":
+        e, l1, l2, lu, ru, r2, r3 = (f"{n}{phase}" for n in ("e", "l1", "l2", "lU", "rU", "r2",
+                                                                "r3"))
+        for x in (BOTTOM,) + tuple(_OPEN):
+            def keep(src, a, dst, weight, x=x) -> None:
+                add(src, x, a, dst, "replace", x, weight)
+
+            keep(e, ",", l1, w_l * c)                    # Q = L ; R: L = L' , U starts
+            keep(e, ",", lu, w_l * cb)
+            for a in fill:
+                keep(l1, a, l2, om[a])                   # V's first W
+                keep(l2, a, l2, v * om[a])               # V → W V
+                keep(lu, a, lu, u * om[a])               # U → W U
+                keep(ru, a, ru, u * om[a])
+                keep(r2, a, r3, c_r * om[a])             # R' → R' V ,
+                keep(r3, a, r3, v * om[a])
+            keep(l2, ",", l1, vb * c)                    # V → W ends; L' → , V L' again
+            keep(l2, ",", lu, vb * cb)                   # ... or L' → ε and L's comma
+            keep(lu, ";", ru, ub * q * w_r)              # Q's semicolon: Q → L ; R
+            keep(ru, ",", r2, ub)                        # R = U , R'
+            keep(r3, ",", r2, vb)
+            if phase == "C" and x is BOTTOM:
+                keep(lu, ";", "F", ub * sb)              # S ends; S' → … S L ;
+            for ready, f in ((e, qb), (r2, cb_r)):       # Q = ε, or Q ended with R' → ε
+                for lo in _OPEN:                         # an opening structural bracket
+                    x_w = (1 if x is BOTTOM else rule_a[x]) if phase == "O" else s_
+                    add(ready, x, lo, "eO", "push", lo, f * x_w)
+                if x is not BOTTOM:                      # the closing one of the top
+                    add(ready, x, _OPEN[x], "eC", "pop", None,
+                        f * (rule_b[x] if phase == "O" else sb))
+    for a in fill:                                       # S' → R $ …, R = U , R'
+        add("sU", BOTTOM, a, "sU", "replace", BOTTOM, u * om[a])
+        add("s2", BOTTOM, a, "s3", "replace", BOTTOM, c_r * om[a])
+        add("s3", BOTTOM, a, "s3", "replace", BOTTOM, v * om[a])
+    add("sU", BOTTOM, ",", "s2", "replace", BOTTOM, ub)
+    add("s3", BOTTOM, ",", "s2", "replace", BOTTOM, vb)
+    add("s2", BOTTOM, "$", "eO", "replace", BOTTOM, cb_r * w_r * w_top)
+    states = ("sU", "s2", "s3") + tuple(f"{n}{p}" for p in "OC" for n in (
+        "e", "l1", "l2", "lU", "rU", "r2", "r3")) + ("F",)
+    return WeightedPDA(states, HARDEST_ALPHABET, tuple(_OPEN), t, "sU", "rational",
+                       accepting=("F",), empty_stack=True, name="hardest_cfl_weighted")
+
+
+def hardest_cfl_lm(length_weight: Any = HARDEST_LENGTH_WEIGHT,
+                   **params: Any) -> tuple[WeightedPDA, PCFG]:
+    """(probabilistic real-time PDA, PCFG) of the hardest CFL with ``$`` as a language model:
+    both give every string w the probability p(w) = weight_G(w)·λ^|w| / Z(λ), weight_G from
+    `hardest_cfl_grammar(**params)` (the authors' weights) and λ = `length_weight`, so that
+    p(w | |w|) is the grammar's — the distribution DuSell & Chiang sample and score given the
+    length (their grammar's weights do not normalise: any λ with a finite total Z(λ) gives the
+    same conditional; the default's mean length is about 58). The PDA is
+    `hardest_cfl_weighted_pda` locally normalised by `push_weights` (its completion weights
+    solved by Newton's method to a relative residual of about 1e-16), the PCFG is the grammar
+    renormalised by `normalise_grammar`. InputError for λ where Z(λ) is infinite (λ ≳ 0.36
+    with the default parameters)."""
+    lam = _length_weight(length_weight)
+    machine, _ = push_weights(hardest_cfl_weighted_pda(lam, **params))
+    machine = WeightedPDA(machine.states, machine.alphabet, machine.stack_alphabet,
+                          machine.transitions, machine.start, "real", accepting=machine.accepting,
+                          empty_stack=True, name="hardest_cfl_lm")
+    return machine, normalise_grammar(hardest_cfl_grammar(True, **params), lam)
+
+
 def hardest_cfl_task_machine(realtime: bool = False, dollar: bool = True):
     """The grammar's PDA (ε-moves), or with ``realtime=True`` a real-time weighted PDA (one symbol
     per step, as the NS-RNN): `hardest_cfl_realtime_dollar`, or with ``dollar=False``
@@ -491,14 +615,17 @@ def hardest_cfl_task_machine(realtime: bool = False, dollar: bool = True):
 __all__ = [
     "HARDEST_ALPHABET",
     "HARDEST_ALPHABET_NO_DOLLAR",
+    "HARDEST_LENGTH_WEIGHT",
     "dusell_dyck_grammar",
     "hardest_cfl_dollarless_grammar",
     "hardest_cfl_grammar",
+    "hardest_cfl_lm",
     "hardest_cfl_machine",
     "hardest_cfl_realtime_dollar",
     "hardest_cfl_reference",
     "hardest_cfl_sampler",
     "hardest_cfl_task_machine",
+    "hardest_cfl_weighted_pda",
     "marked_palindrome",
     "marked_reversal_grammar",
     "marked_reversal_machine",

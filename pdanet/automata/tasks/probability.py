@@ -13,6 +13,15 @@ that do not sum to one per nonterminal (`WeightedCFG`; the authors' hardest-CFL 
 rules): only the weight of a string relative to the other strings of its length matters here.
 The inside algorithm is the textbook one (Baker 1979; Lari & Young 1990) extended to ε- and unary
 rules: same-span dependencies are one linear system, solved once per grammar.
+
+Normalising a weighted grammar or PDA. A `WeightedCFG` whose weights do not normalise has, for a
+length weight λ > 0 small enough, a finite partition function Z_A(λ) = Σ_{A ⇒* u} weight·λ^|u|
+per nonterminal (the least solution of a monotone polynomial system, found by Newton's method
+from 0: Etessami & Yannakakis 2009, Esparza, Kiefer & Luttenberger 2010). `normalise_grammar`
+turns it into the PCFG p(A → α) = w(A → α)·λ^{#terminals of α}·Π_{B ∈ α} Z_B / Z_A (Chi 1999;
+Smith & Johnson 2007): p(w) = weight(w)·λ^|w| / Z_S, so p(w | |w|) is the grammar's. `push_weights`
+does the same for a real-time weighted PDA whose pops of each stack symbol return to one state
+(weight pushing, Mohri 2009, with the completion weights of (state, top) pairs).
 """
 
 from __future__ import annotations
@@ -24,8 +33,10 @@ from typing import Any
 
 import numpy as np
 
-from pdanet.automata.grammar import CFG, GrammarError, _body
-from pdanet.errors import InputError
+from pdanet.automata.alphabet import BOTTOM
+from pdanet.automata.grammar import CFG, PCFG, GrammarError, _body
+from pdanet.automata.weighted import WeightedPDA
+from pdanet.errors import AutomatonError, InputError
 
 
 class WeightedCFG(CFG):
@@ -218,4 +229,178 @@ def cross_entropy_lower_bound(grammar: CFG, strings: Iterable[Sequence[Hashable]
     return total_nll / total_len
 
 
-__all__ = ["WeightedCFG", "cross_entropy_lower_bound", "inside", "log_probability_given_length"]
+# --- partition functions and local normalisation ------------------------------------------------
+
+#: Newton's method stops when an iterate changes by at most this much (relative) ...
+NEWTON_TOLERANCE = 1e-15
+#: ... or after this many iterations
+NEWTON_STEPS = 200
+
+
+def solve_monotone(terms: Sequence[tuple[int, float, tuple[int, ...]]], n: int,
+                   what: str) -> tuple[np.ndarray, float]:
+    """The least nonnegative solution of x = f(x), f_i(x) = Σ_{(i, c, js) in terms} c·Π_{j ∈ js}
+    x_j (c ≥ 0: a monotone system of polynomials), by Newton's method from x = 0 (monotone and
+    convergent to the least solution when it is finite: Esparza, Kiefer & Luttenberger 2010), in
+    float64; then (x, residual) with residual = max_i |f_i(x) − x_i| / max(x_i, tiny). InputError
+    (naming `what`) when the iterates diverge — the least solution is infinite."""
+    rows = np.array([t[0] for t in terms], dtype=np.int64)
+    coef = np.array([float(t[1]) for t in terms], dtype=np.float64)
+    facs = [tuple(t[2]) for t in terms]
+
+    def f_and_jac(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        f = np.zeros(n)
+        jac = np.zeros((n, n))
+        for i, c, js in zip(rows, coef, facs):
+            vals = [x[j] for j in js]
+            f[i] += c * math.prod(vals)
+            for k, j in enumerate(js):
+                jac[i, j] += c * math.prod(vals[:k] + vals[k + 1:])
+        return f, jac
+
+    x = np.zeros(n)
+    for _ in range(NEWTON_STEPS):
+        f, jac = f_and_jac(x)
+        try:
+            step = np.linalg.solve(np.eye(n) - jac, f - x)
+        except np.linalg.LinAlgError:
+            step = f - x                                   # a fixed-point step instead
+        new = x + step
+        if not np.all(np.isfinite(new)) or np.any(new < -1e-12) or new.max(initial=0.0) > 1e150:
+            raise InputError(f"{what}: the weights' total diverges (Newton's iterates leave the "
+                             "nonnegative reals); take a smaller length weight")
+        new = np.maximum(new, 0.0)
+        done = np.all(np.abs(new - x) <= NEWTON_TOLERANCE * np.maximum(np.abs(new), 1e-300))
+        x = new
+        if done:
+            break
+    f, _ = f_and_jac(x)
+    if np.any(np.abs(f - x) > 1e-9 * np.maximum(x, 1e-300)):
+        raise InputError(f"{what}: Newton's method did not converge (the total is infinite or "
+                         "critical); take a smaller length weight")
+    residual = float(np.max(np.abs(f - x) / np.maximum(x, 1e-300), initial=0.0))
+    return x, residual
+
+
+def _check_length_weight(length_weight: Any) -> Fraction | float:
+    if isinstance(length_weight, bool) or not isinstance(length_weight, (int, float, Fraction)) \
+            or not 0 < length_weight or not math.isfinite(float(length_weight)):
+        raise InputError(f"length_weight must be a positive number, got {length_weight!r}")
+    return length_weight
+
+
+def partition_function(grammar: CFG, length_weight: Any = 1) -> tuple[dict, float]:
+    """({nonterminal: Z_A}, residual): Z_A = Σ over the derivations A ⇒* u of their weight
+    times λ^|u| (λ = `length_weight`; module docstring), float64 by `solve_monotone`. InputError
+    where it is infinite."""
+    g = _check_grammar(grammar)
+    lam = float(_check_length_weight(length_weight))
+    index = {a: i for i, a in enumerate(g.nonterminals)}
+    terms = []
+    for rule, w in zip(g.rules, g.rule_weights()):
+        k = sum(1 for x in rule.body if x not in index)
+        terms.append((index[rule.lhs], float(w) * lam ** k,
+                      tuple(index[x] for x in rule.body if x in index)))
+    z, residual = solve_monotone(terms, len(index), f"grammar {g.name or g!r} with λ = {lam}")
+    if np.any(z <= 0):
+        dead = [a for a, i in index.items() if z[i] <= 0]
+        raise InputError(f"nonterminals {dead} derive no terminal string; remove them")
+    return {a: float(z[i]) for a, i in index.items()}, residual
+
+
+def normalise_grammar(grammar: CFG, length_weight: Any = 1,
+                      name: str | None = None) -> PCFG:
+    """The PCFG with p(w) = weight(w)·λ^|w| / Z_S for every string (module docstring: Chi 1999's
+    renormalisation with the partition function of `partition_function`), float probabilities;
+    the distribution given the length is the grammar's. InputError where Z is infinite."""
+    g = _check_grammar(grammar)
+    z, _ = partition_function(g, length_weight)
+    lam = float(length_weight)
+    rules = {}
+    for rule, w in zip(g.rules, g.rule_weights()):
+        p = float(w) / z[rule.lhs]
+        for x in rule.body:
+            p *= z.get(x, lam)
+        rules[(rule.lhs, rule.body)] = p
+    total: dict = {}
+    for (lhs, _), p in rules.items():
+        total[lhs] = total.get(lhs, 0.0) + p
+    # the sums are 1 up to the residual of Z: divide it out (a single rule gets exactly 1)
+    rules = {(lhs, body): p / total[lhs] for (lhs, body), p in rules.items()}
+    return PCFG(g.nonterminals, g.terminals, rules, g.start, name=name or g.name)
+
+
+def push_weights(machine: WeightedPDA) -> tuple[WeightedPDA, float]:
+    """(probabilistic real-time `WeightedPDA`, residual): the local normalisation of a real-time
+    weighted PDA (real or rational semiring, ``empty_stack=True`` with accepting states) in
+    which every pop of a stack symbol y goes to one state ret(y) (and a replace keeps ret).
+
+    Completion weights β(q, x): for x ≠ ⊥ the weight of the runs from (q, x) until that cell is
+    popped (then in ret of its symbol), for ⊥ until acceptance,
+
+        β(q, x) = Σ_{pop} w + Σ_{replace by y, to r} w β(r, y) + Σ_{push y, to r} w β(r, y) β(ret(y), x)
+                  + [x = ⊥, q accepting],
+
+    solved by `solve_monotone`. Each transition's weight becomes w·β(after)/β(q, x) (a push:
+    w·β(r, y)·β(ret(y), x)/β(q, x); a pop: w/β(q, x)) and the stop of an accepting (q, ⊥) is
+    1/β(q, ⊥): every row sums to one, a run's weight telescopes to its old weight over
+    β(start, ⊥), so p(w) = weight(w)/β(start, ⊥) (weight pushing, Mohri 2009). Rows with
+    β = 0 (from which no run accepts) are dropped. AutomatonError for ε-arcs, another semiring
+    or acceptance, or pops of one symbol into two states; InputError where β is infinite."""
+    if not isinstance(machine, WeightedPDA):
+        raise InputError(f"push_weights takes a WeightedPDA, got {type(machine).__name__}")
+    machine.require_realtime("push_weights")
+    if machine.semiring.name not in ("real", "rational"):
+        raise AutomatonError(f"{machine!r}: push_weights needs weights in the real or rational "
+                             f"semiring, not {machine.semiring.name}")
+    if not machine.empty_stack or machine.accepting is None:
+        raise AutomatonError(f"{machine!r}: push_weights needs acceptance by accepting states "
+                             "with the empty stack (empty_stack=True, accepting=...)")
+    ret: dict = {}
+    for (q, x, a, r, op, y), w in machine.transitions.items():
+        if op == "pop" and w and ret.setdefault(x, r) != r:
+            raise AutomatonError(f"{machine!r}: stack symbol {x!r} is popped into states "
+                                 f"{ret[x]!r} and {r!r}; push_weights needs one return "
+                                 "state per stack symbol")
+    for (q, x, a, r, op, y), w in machine.transitions.items():
+        if op == "replace" and w and x in ret and y in ret and ret[x] != ret[y]:
+            raise AutomatonError(f"{machine!r}: replacing {x!r} by {y!r} changes the state the "
+                                 "cell is popped into; push_weights needs it unchanged")
+    tops = (BOTTOM,) + tuple(machine.stack_alphabet.symbols)
+    index = {(q, x): i for i, (q, x) in enumerate((q, x) for q in machine.states for x in tops)}
+    terms = []
+    for q in machine.accepting:
+        terms.append((index[q, BOTTOM], 1.0, ()))
+    for (q, x, a, r, op, y), w in machine.transitions.items():
+        if not w:
+            continue
+        i, w = index[q, x], float(w)
+        if op == "pop":
+            terms.append((i, w, ()))
+        elif op == "replace":
+            terms.append((i, w, (index[r, y],)))
+        elif y in ret:
+            terms.append((i, w, (index[r, y], index[ret[y], x])))
+    beta, residual = solve_monotone(terms, len(index), f"{machine!r}")
+    b = {k: beta[i] for k, i in index.items()}
+    out: dict = {}
+    for (q, x, a, r, op, y), w in machine.transitions.items():
+        if not w or b[q, x] <= 0:
+            continue
+        if op == "pop":
+            p = float(w) / b[q, x]
+        elif op == "replace":
+            p = float(w) * b[r, y] / b[q, x]
+        else:
+            p = float(w) * b[r, y] * b[ret[y], x] / b[q, x] if y in ret else 0.0
+        if p > 0:
+            out[(q, x, a, r, op, y)] = p
+    pushed = WeightedPDA(machine.states, machine.alphabet, machine.stack_alphabet, out,
+                         machine.start, "real", accepting=machine.accepting, empty_stack=True,
+                         name=machine.name)
+    return pushed, residual
+
+
+__all__ = ["NEWTON_STEPS", "NEWTON_TOLERANCE", "WeightedCFG", "cross_entropy_lower_bound",
+           "inside", "log_probability_given_length", "normalise_grammar", "partition_function",
+           "push_weights", "solve_monotone"]
