@@ -57,6 +57,15 @@ readout rows reading only X carry neither spread |W|·R nor rounding. This is wh
 rounding bounds of rows with ℓ₁ norms in the thousands (wide lookups, |Σ| = 128) from eating the
 margin; networks whose units do not saturate exactly get the ordinary bounds.
 
+Lemma 5 (rounding of wide rows: the LSTM, and Elman rows off the grid). A row's rounding is the
+smaller of γₙ·Σ|t| (n all columns) and `_sum_error` on its n nonzero terms only (a zero weight
+adds an exact zero): every addition node of the summation tree rounds by at most u times its
+value, and node values are subset sums, so they lie in [−N, P] (half of Σ|t| plus |Σ t|) and,
+singling out the largest term b, the nodes holding b form one path whose values are Σ t minus
+what lies outside them — about half the γₙ charge on rows of thousands of equal terms ±q·tanh 1
+that cancel a large bias (the lookup gates of |Σ| = 64 or 128). No order of summation is
+assumed.
+
 Radii are per unit; the fixed point, the LSTM cell drift bound and the ε search are
 `pdanet.verify.certify.induction`'s. Interval arithmetic is `pdanet.verify.intervals` in the
 module's dtype with outward rounding (every float a proof uses is a float of the module; sums
@@ -692,20 +701,98 @@ def _rounding(W: np.ndarray, absbias: np.ndarray, R: np.ndarray, on: float, n_te
     return absW @ R, absW @ (abs(on) + R) + absbias, float(coef)
 
 
+@dataclass
+class _Terms:
+    """Per row of an affine map: the number of nonzero terms (products of the state and input
+    parts, and biases) and upper bounds on their magnitudes, for `_sum_error`."""
+
+    n: np.ndarray             # (rows,) nonzero terms
+    absW: np.ndarray          # (rows,) largest |w| over the state columns
+    two_w: np.ndarray         # (rows,) whether the row has two or more state terms
+    bias: np.ndarray          # (rows, 2) |biases|
+    inmax: np.ndarray         # (rows,) largest |input product|
+    two_in: np.ndarray        # (rows,) whether one symbol gives two or more input terms
+
+
+def _terms(W: np.ndarray, biases: list[np.ndarray], Win: np.ndarray | None = None,
+           emb: np.ndarray | None = None) -> _Terms:
+    nz = W != 0
+    n_w = nz.sum(1)
+    bias = np.zeros((len(W), 2))
+    for k, b in enumerate(biases):
+        bias[:, k] = np.abs(b)
+    if Win is not None and Win.size and emb is not None and emb.size:
+        prods = (Win != 0).astype(np.int64) @ (np.asarray(emb) != 0).T.astype(np.int64)
+        n_in = prods.max(1)
+        inmax = (np.abs(Win).max(1) * np.abs(emb).max())
+    else:
+        n_in, inmax = np.zeros(len(W), np.int64), np.zeros(len(W))
+    absW = np.abs(W).max(1, initial=0.0)
+    return _Terms(n_w + n_in + (bias != 0).sum(1), absW, n_w >= 2, bias, inmax, n_in >= 2)
+
+
+def _sum_error(tm: _Terms, rows: np.ndarray, tot: np.ndarray, zmag: np.ndarray, hmax: float,
+               dtype: torch.dtype) -> np.ndarray:
+    """Bound on |fl(Σ t) − Σ t| for the row sums ``rows`` of `_Terms` ``tm`` whose n nonzero
+    terms t_j (states of magnitude ≤ ``hmax``) have Σ|t_j| ≤ ``tot`` and |Σ t_j| ≤ ``zmag``,
+    evaluated in ``dtype`` in any order, blocked or fused (zero terms add exact zeros). Each
+    product is rounded once (≤ u·Σ|t|); the n − 1 additions form a binary tree whose node ν
+    rounds by ≤ u·|v_ν|, v_ν the node's computed value: its exact subset sum plus the errors
+    below it, so the additions err by E ≤ u·F/(1 − (n − 1)u) with F ≥ Σ_ν |subset sum of ν|.
+    Two bounds on F, the smaller is used (the classical γₙ·Σ|t| of Higham §3.1 charges every
+    node Σ|t| instead):
+
+    - every subset sum lies in [−N, P] (P, N the positive and negative parts, P + N = Σ|t|,
+      P − N = Σ t), so F ≤ (n − 1)·(Σ|t| + |Σ t|)/2;
+    - single out the term b of largest magnitude bound and let a bound every other term: the
+      nodes holding b form a path, each of value Σ t minus the terms outside it, and every
+      other node lies in a subtree of k terms joined to the path, of value ≤ k·a; with k_ℓ
+      the terms joined at the path's ℓ-th node from b (Σ k_ℓ = n − 1, k_ℓ ≥ 1)
+      F ≤ (n − 1)·|Σ t| + a·(Σ_ℓ k_ℓ·(ℓ − 1) + Σ_ℓ k_ℓ(k_ℓ + 1)/2) ≤ (n − 1)·|Σ t| +
+      a·(n − 1)·n/2.
+
+    The second is what saves rows of thousands of equal terms that cancel a large bias (γₙ
+    charges every addition the full Σ|t|; a chain that starts at the bias loses it linearly).
+    Rounded products enter both with a factor 1 + u; the bounds are evaluated in float64 and
+    widened by its own rounding."""
+    u = iv.unit_roundoff(dtype)
+    n = tm.n[rows].astype(np.float64)
+    m = np.maximum(n - 1, 0)
+    if (m * u >= 0.5).any():
+        return np.full(np.shape(tot), np.nan)
+    hw = tm.absW[rows] * hmax
+    cands = np.stack([tm.bias[rows, 0], tm.bias[rows, 1], tm.inmax[rows],
+                      np.where(tm.two_in[rows], tm.inmax[rows], 0.0), hw,
+                      np.where(tm.two_w[rows], hw, 0.0)], -1)
+    a = np.sort(cands, -1)[..., -2] * (1 + u)                        # second largest bound
+    tot_h = tot * (1 + u)
+    z_h = zmag + u * tot
+    F = np.minimum(m * (tot_h + z_h) / 2, m * z_h + a * m * n / 2)
+    err = u * F / (1 - m * u) + u * tot + n * iv.tiny(dtype)
+    return err * (1 + 2.0**-40) + iv.gamma(2 * (n + 8), _U64) * (tot + F)
+
+
 def _pass(md: _Model, W: RecurrentBlocks, vs: _Views, R: np.ndarray, dtype: torch.dtype,
-          kernel: str, exact_rows: np.ndarray | None = None) -> _Pass:
+          kernel: str, exact_rows: np.ndarray | None = None, terms: _Terms | None = None
+          ) -> _Pass:
     """Enclose one step of every view at radii R; ``exact_rows`` (Lemma 4): rows computed
-    without rounding from states that are exactly their centres (no spread, no rounding)."""
+    without rounding from states that are exactly their centres (no spread, no rounding).
+    Rounding: the smaller of the classical γₙ bound (n all terms) and `_sum_error` on the
+    row's nonzero terms (``terms``, `_terms` of the recurrence)."""
     H = md.H
     S = 2 * H if md.lstm else H
     Rh = R[:H, 0]
     n_terms = W.weight_hh.shape[1] + W.weight_ih.shape[1] + 2
     spread, absum, coef = _rounding(W.weight_hh, np.abs(W.bias_ih) + np.abs(W.bias_hh), Rh,
                                     md.on, n_terms, dtype)
+    if terms is None:
+        terms = _terms(W.weight_hh, [W.bias_ih, W.bias_hh], W.weight_ih, W.embedding)
     G = vs.zlo.shape[1]
     rows = vs.unit[:, None] + H * np.arange(G)[None, :]
     tot = absum[rows] + vs.absin
-    rad = spread[rows] + coef * tot + n_terms * iv.tiny(dtype)
+    zmag = np.maximum(np.abs(vs.zlo), np.abs(vs.zhi)) * (1 + iv.gamma(4, _U64)) + spread[rows]
+    sharp = _sum_error(terms, rows, tot, zmag, abs(md.on) + float(Rh.max(initial=0.0)), dtype)
+    rad = spread[rows] + np.fmin(coef * tot + n_terms * iv.tiny(dtype), sharp)
     rad = rad + iv.gamma(4, _U64) * np.maximum(np.abs(vs.zlo), np.abs(vs.zhi))
     rad = np.where(overflow_free(tot, coef, dtype), rad, np.nan)
     if exact_rows is not None:
@@ -758,6 +845,8 @@ def _readout(md: _Model, masks: _Masks, cs: _Cases, W: RecurrentBlocks, R: np.nd
     rows = _Rows(md, masks, cs, A, a, None, None, md.on, md.off)
     n = A.shape[1] + 1
     spread, absum, coef = _rounding(A, np.abs(a), R[:H, 0], md.on, n, dtype)
+    terms = _terms(A, [a])
+    hmax = abs(md.on) + float(R[:H, 0].max(initial=0.0))
     allc = np.arange(len(cs))
     none = np.full(len(cs), -1)
     O = A.shape[0]
@@ -765,7 +854,10 @@ def _readout(md: _Model, masks: _Masks, cs: _Cases, W: RecurrentBlocks, R: np.nd
     hi = np.empty((len(cs), O))
     for r in range(O):
         zl, zh = rows.centre(r, allc, none, none)
-        rad = spread[r] + coef * absum[r] + n * iv.tiny(dtype)
+        zmag = np.maximum(np.abs(zl), np.abs(zh)) * (1 + iv.gamma(4, _U64)) + spread[r]
+        sharp = _sum_error(terms, np.full(len(zl), r), np.full(len(zl), absum[r]), zmag, hmax,
+                           dtype)
+        rad = spread[r] + np.fmin(coef * absum[r] + n * iv.tiny(dtype), sharp)
         rad = rad + iv.gamma(4, _U64) * np.maximum(np.abs(zl), np.abs(zh))
         if not overflow_free(absum[r], coef, dtype):
             rad = np.nan
@@ -855,6 +947,7 @@ class Compact:
             self.s0, self.E0 = W.h0, E0
         self.cells = np.zeros(len(self.E0), bool)
         self.cells[H:] = md.lstm
+        self.terms = _terms(W.weight_hh, [W.bias_ih, W.bias_hh], W.weight_ih, W.embedding)
         self.exact: np.ndarray | None = None
         emb = np.asarray(W.embedding)
         if not md.lstm and dtype == torch.float32 and np.isin(emb, (-1.0, 0.0, 1.0)).all():
@@ -878,7 +971,7 @@ class Compact:
         X = self.s0 == self.E0
         while True:
             rows = self.grid & ~(self.reads[:, ~X].any(1))
-            ps = _pass(self.md, self.W, self.vs, R, self.dtype, kernel, rows)
+            ps = _pass(self.md, self.W, self.vs, R, self.dtype, kernel, rows, self.terms)
             T = np.where(self.vs.target, self.md.on, self.md.off)
             point = (ps.lo[:, 0] == ps.hi[:, 0]) & (ps.lo[:, 0] == T) & rows[self.vs.unit]
             ok = X.copy()
@@ -890,7 +983,7 @@ class Compact:
     def step(self, R: np.ndarray, kernel: str, stage: str) -> _Pass:
         self.exact = self._exact_set(R, kernel)
         rows = None if self.exact is None else (self.grid & ~(self.reads[:, ~self.exact].any(1)))
-        ps = _pass(self.md, self.W, self.vs, R, self.dtype, kernel, rows)
+        ps = _pass(self.md, self.W, self.vs, R, self.dtype, kernel, rows, self.terms)
         notify(self.progress, f"compact {stage}", 1, 1)
         return ps
 
