@@ -101,7 +101,7 @@ from pdanet.verify import intervals as iv
 from pdanet.verify.certify.box import _U64 as U64
 from pdanet.verify.certify.box import Boxes, _Pass
 from pdanet.verify.certify.core import Certificate, FailingCase, begin, overflow_free
-from pdanet.verify.certify.induction import lstm_image, prove
+from pdanet.verify.certify.induction import prove
 
 _CELLS = {"rnn": "rnn", "elman": "rnn", "tanh": "rnn", "lstm": "lstm"}
 
@@ -609,15 +609,7 @@ class _NoisyBoxes(Boxes):
             z = iv.Interval(mid - rad, mid + rad)
             T = E[tgt[live]]
             cases += len(rows)
-            if self.cell == "rnn":
-                out = iv.tanh(z, dtype, kernel)
-            else:
-                gates = tuple(z[:, k * H:(k + 1) * H] for k in range(4))
-                im = lstm_image(gates, E[rows, H:], R[H:], T[:, H:], R[None, H:], dtype, kernel)
-                out = iv.Interval(np.concatenate([im.h.lo, im.c.lo], 1),
-                                  np.concatenate([im.h.hi, im.c.hi], 1))
-                settled[H:] = np.maximum(settled[H:], im.settled.max(axis=0))
-                drift[H:] = np.maximum(drift[H:], im.drift.max(axis=0))
+            out = self.image(z, rows, T, R, kernel, settled, drift)
             d_all = np.maximum(out.hi - T, T - out.lo)
             dev = np.maximum(dev, d_all.max(axis=0))        # NaN propagates: the pass fails
         return _Pass(dev[:, None], drift, settled, {}, cases)

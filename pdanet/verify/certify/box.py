@@ -268,11 +268,26 @@ class Boxes:
                 yield rows_all[live], a, tgt[live], iv.Interval(mid - rad, mid + rad)
             notify(self.progress, stage, rows_all[-1] + 1, P)
 
+    def image(self, z: iv.Interval, rows: np.ndarray, T: np.ndarray, R: np.ndarray,
+              kernel: str, settled: np.ndarray, drift: np.ndarray) -> iv.Interval:
+        """The enclosure of the next states [h; c] from pre-activations z of the nodes ``rows``
+        (boxes of radii R) moving to successors at T: tanh for an Elman cell, `lstm_image` for
+        an LSTM (whose settled and drifting cell radii are folded into ``settled``/``drift``)."""
+        H, dtype = self.H, self.dtype
+        if self.cell == "rnn":
+            return iv.tanh(z, dtype, kernel)
+        gates = tuple(z[:, k * H:(k + 1) * H] for k in range(4))
+        im = lstm_image(gates, self.E[rows, H:], R[H:], T[:, H:], R[None, H:], dtype, kernel)
+        settled[H:] = np.maximum(settled[H:], im.settled.max(axis=0))
+        drift[H:] = np.maximum(drift[H:], im.drift.max(axis=0))
+        return iv.Interval(np.concatenate([im.h.lo, im.c.lo], 1),
+                           np.concatenate([im.h.hi, im.c.hi], 1))
+
     def step(self, R: np.ndarray, kernel: str, stage: str) -> _Pass:
         """Enclose one step of every (node, symbol) case with boxes of radii R (S, 1). A
         deviation that is NaN (a non-finite enclosure, or a sum that could overflow the dtype)
         propagates into ``dev`` and is recorded in ``worst``, so the pass fails on it."""
-        E, H, dtype, chunk = self.E, self.H, self.dtype, self.chunk
+        E, chunk = self.E, self.chunk
         R = R[:, 0]
         P, S = E.shape
         limits.check(f"certifying {self.net.construction}: one chunk of {min(chunk, P):,} pairs",
@@ -286,15 +301,7 @@ class Boxes:
         for rows, a, tgt, z in self.preactivations(R, stage):
             T = E[tgt]
             cases += len(rows)
-            if self.cell == "rnn":
-                out = iv.tanh(z, dtype, kernel)
-            else:
-                gates = tuple(z[:, k * H:(k + 1) * H] for k in range(4))
-                im = lstm_image(gates, E[rows, H:], R[H:], T[:, H:], R[None, H:], dtype, kernel)
-                out = iv.Interval(np.concatenate([im.h.lo, im.c.lo], 1),
-                                  np.concatenate([im.h.hi, im.c.hi], 1))
-                settled[H:] = np.maximum(settled[H:], im.settled.max(axis=0))
-                drift[H:] = np.maximum(drift[H:], im.drift.max(axis=0))
+            out = self.image(z, rows, T, R, kernel, settled, drift)
             d_all = np.maximum(out.hi - T, T - out.lo)     # NaN where the enclosure is
             j_max = d_all.argmax(axis=0)                   # argmax picks the first NaN
             d_new = d_all[j_max, np.arange(S)]
