@@ -94,6 +94,15 @@ def _pda_lm(task="marked_reversal"):
 
 
 EXAMPLES["PDALanguageModel"] = (_pda_lm, lambda: _pda_lm("dyck"))
+
+
+def _next_sets(task="dyck2"):
+    from pdanet.models.suzgun import NextSetMachine
+
+    return NextSetMachine(pn.tasks.get(task))
+
+
+EXAMPLES["NextSetMachine"] = (_next_sets, lambda: _next_sets("dyck3"))
 for _name in TASKS:          # a class met only through a task: equality of two builds only
     EXAMPLES.setdefault(type(pn.tasks.get(_name)).__name__, (_task(_name), None))
 
