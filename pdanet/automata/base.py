@@ -304,6 +304,15 @@ def hold_after_length(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.take_along_axis(values, np.broadcast_to(gather, idx.shape + values.shape[2:]), axis=1)
 
 
+def draw_allowed(allowed: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """One uniform draw per row among the True columns of ``allowed`` (rows, k), from one
+    ``rng.random((rows, k))``: (choice, stuck), stuck where a row allows nothing (its choice is
+    then meaningless). The rule of every random walk (`pdanet.verify.strings.random_walks` and a
+    pushdown machine's batched walk), so walks through either draw the same strings."""
+    keys = np.where(allowed, rng.random(allowed.shape), -1.0)
+    return keys.argmax(axis=1), ~allowed.any(axis=1)
+
+
 __all__ = [
     "OUTPUT_KINDS",
     "BatchTrace",
@@ -311,6 +320,7 @@ __all__ = [
     "Machine",
     "StateIndexed",
     "Step",
+    "draw_allowed",
     "hold_after_length",
     "index_states",
     "short_name",

@@ -37,7 +37,14 @@ from typing import Any, Self
 import numpy as np
 
 from pdanet.automata.alphabet import BOTTOM, EPSILON, Alphabet
-from pdanet.automata.base import BatchTrace, Machine, StateIndexed, Step, index_states
+from pdanet.automata.base import (
+    BatchTrace,
+    Machine,
+    StateIndexed,
+    Step,
+    draw_allowed,
+    index_states,
+)
 from pdanet.automata.dfa import DFA
 from pdanet.errors import (
     AutomatonError,
@@ -998,9 +1005,7 @@ class DeterministicPushdown(StateIndexed, Machine):
         move (written into ``ids[:, t]``); rows with none end at length t. The rows moving."""
         k = len(self.alphabet)
         alive = self._tables["next"][q[rows][:, None], np.arange(k)[None, :], top[:, None]] >= 0
-        keys = np.where(alive, rng.random((len(rows), k)), -1.0)
-        choice = keys.argmax(axis=1)
-        stuck = ~alive.any(axis=1)
+        choice, stuck = draw_allowed(alive, rng)
         lengths[rows[stuck]] = t
         moved = ~stuck
         ids[rows[moved], t] = choice[moved]

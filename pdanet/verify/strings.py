@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from pdanet import limits
-from pdanet.automata.base import Machine
+from pdanet.automata.base import Machine, draw_allowed
 from pdanet.errors import InputError, VerificationError
 
 DEFAULT_MAX_STRINGS = 1_000_000
@@ -315,9 +315,7 @@ def _stepped_walks(machine: Machine, n: int, length: int, rng: np.random.Generat
         if far is not None and t < length - 1:
             onward = alive & far[np.maximum(cand, 0)].reshape(len(rows), k)
             alive = np.where(onward.any(axis=1, keepdims=True), onward, alive)
-        keys = np.where(alive, rng.random((len(rows), k)), -1.0)
-        choice = keys.argmax(axis=1)
-        stuck = ~alive.any(axis=1)
+        choice, stuck = draw_allowed(alive, rng)
         lengths[rows[stuck]] = t
         going[rows[stuck]] = False
         moved = np.flatnonzero(~stuck)
