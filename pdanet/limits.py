@@ -13,12 +13,22 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from pdanet.errors import InputError, ResourceError
 
-__all__ = ["Limits", "current", "set_limits", "raised", "check", "human_bytes"]
+__all__ = [
+    "Limits",
+    "check",
+    "current",
+    "human_bytes",
+    "position_bytes",
+    "positions_per_call",
+    "raised",
+    "run_bytes",
+    "set_limits",
+]
 
 
 def _env_int(name: str, default: int) -> int:
@@ -130,3 +140,61 @@ def check(what: str, estimate: float, kind: str = "max_bytes", hint: str = "") -
     if hint:
         msg += f", or {hint}"
     raise ResourceError(msg)
+
+
+# --- the working memory of running a compiled network ------------------------------------------
+# Bytes per (row, step) position and hidden unit that running a compiled stack-RNN family holds at
+# its peak under `pn.verify` in float32 (forward states, pre-activations, the decoder's working
+# copies), measured as the growth of the peak resident set over 20 strings of length 2,000
+# (vocabulary-128 reversal and solve_equation, 600–1,200 units): four-gate LSTM controllers
+# 8 (Suzgun) to 38 (Hao), one-gate controllers 12–21; Dyck-2 (7–15 units) 200–560 bytes per
+# position in all.
+# The constants below are those figures with headroom; a float64 run counts twice.
+PER_UNIT = {"lstm": 48, "rnn": 32}
+PER_POSITION = 512           # the readings, the store's cells, the logits and the comparison
+
+
+def position_bytes(hidden_units: int, cell: str, width: int = 0) -> int:
+    """Estimated bytes one (row, step) position of a float32 run holds: ``PER_UNIT[cell]`` per
+    hidden unit (``cell`` "lstm" for four-gate controllers, "rnn" for one-gate ones), 16 per
+    value of ``width`` (readings, pushed vectors, logits) and `PER_POSITION`."""
+    if cell not in PER_UNIT:
+        raise InputError(f"cell must be one of {sorted(PER_UNIT)}, got {cell!r}")
+    for name, v in (("hidden_units", hidden_units), ("width", width)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise InputError(f"{name} must be a non-negative integer, got {v!r}")
+    return PER_UNIT[cell] * hidden_units + 16 * width + PER_POSITION
+
+
+def run_bytes(net, dtype_bytes: int = 4) -> int | None:
+    """Bytes per (row, step) position of running ``net`` (a CompiledNetwork whose compile
+    function recorded ``info["position_bytes"]``, its float32 estimate), for values of
+    ``dtype_bytes`` bytes; None when the network records no estimate."""
+    info = getattr(net, "info", None)
+    per = info.get("position_bytes") if isinstance(info, Mapping) else None
+    if per is None:
+        return None
+    if dtype_bytes not in (2, 4, 8):
+        raise InputError(f"dtype_bytes must be 2, 4 or 8, got {dtype_bytes!r}")
+    return int(per) * max(dtype_bytes, 4) // 4     # float16/bfloat16 runs: as float32
+
+
+def positions_per_call(net, requested: int, longest: int, dtype_bytes: int = 4) -> int:
+    """How many (row, step) positions one call of ``net`` may take so that its working memory
+    (`run_bytes`) stays within ``max_bytes``: min(``requested``, max_bytes // run_bytes), and never
+    fewer than ``longest`` (one row of the longest string, which a call cannot split). Raises
+    ResourceError, before anything is allocated, when that one row alone would exceed the limit.
+    A network with no estimate gets ``requested``."""
+    for name, v in (("requested", requested), ("longest", longest)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise InputError(f"{name} must be a positive integer, got {v!r}")
+    per = run_bytes(net, dtype_bytes)
+    if per is None:
+        return requested
+    units = getattr(net, "hidden_units", None)
+    size = f" ({units:,} hidden units)" if isinstance(units, int) else ""
+    check(f"running {getattr(net, 'construction', 'the network')}{size} on one string of "
+          f"{longest - 1:,} symbols", per * longest, "max_bytes",
+          hint="check shorter strings, or compile to a model with fewer hidden units "
+               "(`pn.available(machine)` lists them)")
+    return max(longest, min(requested, current().max_bytes // per))

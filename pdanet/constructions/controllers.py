@@ -598,6 +598,26 @@ def _weights(plan: _Plan, codes: np.ndarray, linear: bool) -> tuple[dict, int]:
 
 
 # --- decoding ------------------------------------------------------------------------------------
+DECODE_CHUNK = 1 << 22   # float64 values one decoding pass converts at a time (32 MB)
+
+
+def active_units(states: np.ndarray, H: int, c_of_unit: np.ndarray) -> np.ndarray:
+    """``c_of_unit[j]`` of the most active of the first H units of each (B, T+1) position of
+    ``states`` when it is positive, else −1 (NaN counts as not positive). Positions are read in
+    chunks of `DECODE_CHUNK` values, so the float64 working copy stays O(DECODE_CHUNK), not
+    O(B·T·H) (for 2·10⁶ positions of 769 units the whole copy would be 12 GB)."""
+    states = np.asarray(states)
+    lead = states.shape[:-1]
+    flat = states.reshape(-1, states.shape[-1])
+    out = np.empty(flat.shape[0], dtype=np.int64)
+    step = max(1, DECODE_CHUNK // max(H, 1))
+    for lo in range(0, flat.shape[0], step):
+        h = np.nan_to_num(np.asarray(flat[lo:lo + step, :H], dtype=np.float64), nan=-np.inf)
+        j = h.argmax(-1)
+        out[lo:lo + step] = np.where(h[np.arange(len(j)), j] > 0, c_of_unit[j], -1)
+    return out.reshape(lead)
+
+
 def _control_tables(plan: _Plan, H: int, linear: bool):
     """The controller-state reader shared by both decoders: ``control(states)`` gives the
     controller state c of each (B, T+1) position from its most active unit (−1: none positive,
@@ -623,9 +643,7 @@ def _control_tables(plan: _Plan, H: int, linear: bool):
         NaN counts as not positive."""
         if linear:
             return np.full(states.shape[:2], plan.c0, dtype=np.int64)
-        h = np.nan_to_num(np.asarray(states[..., :H], dtype=np.float64), nan=-np.inf)
-        j = h.argmax(-1)
-        return np.where(np.take_along_axis(h, j[..., None], -1)[..., 0] > 0, c_of_unit[j], -1)
+        return active_units(states, H, c_of_unit)
 
     return control, q_of, held_of
 
@@ -745,7 +763,9 @@ def check_size(machine: Any, plan: _Plan, linear: bool, code: str) -> None:
     n_out = v.n_out + 1
     params = H * (v.K + r) + (0 if linear else H * H) + H * (len(plan.store.channels) + r + n_out)
     what = f"compiling {machine!r} to stack_rnn/{plan.store.name} ({H:,} hidden units)"
-    hint = ("use a smaller machine (for a task, a smaller vocabulary, e.g. "
+    hint = ("compile it with model 'grefenstette_lstm' or 'grefenstette_rnn', which factor the "
+            "symbols a machine copies (`pdanet.models.grefenstette.estimate(machine)` gives "
+            "their size), or use a smaller machine (for a task, a smaller vocabulary, e.g. "
             "tasks.get(name, vocab_size=16))")
     limits.check(what, H, "max_units", hint=hint)
     limits.check(f"{what}, {params:,} parameters", 32 * params, "max_bytes", hint=hint)
@@ -811,6 +831,8 @@ def compile_stack_rnn(machine, memory: str = "grefenstette", code: str = "binary
         "code": code,
         "code_width": codes.shape[1],
         "reading_size": module.reading_size,
+        "position_bytes": limits.position_bytes(H, "rnn", 2 * module.reading_size
+                                                + view.n_out + 1),
         "step": "one network step reads one input symbol and applies one memory step",
     }
     return CompiledNetwork(
@@ -824,5 +846,5 @@ def compile_stack_rnn(machine, memory: str = "grefenstette", code: str = "binary
         abstraction=abstraction, info=info)
 
 
-__all__ = ["BETA", "MEMORIES", "StackRNN", "SymbolStack", "assemble_states", "compile_stack_rnn",
-           "read_back"]
+__all__ = ["BETA", "DECODE_CHUNK", "MEMORIES", "StackRNN", "SymbolStack", "active_units",
+           "assemble_states", "compile_stack_rnn", "read_back"]

@@ -544,6 +544,24 @@ class GrefenstetteRNN(nn.Module):
         return states, self.readout(torch.tanh(self.out(hs_t)))
 
     @torch.no_grad()
+    def weight_blocks(self) -> dict[str, np.ndarray]:
+        """The weights by meaning, as float64 numpy arrays (detached copies): ``embedding``
+        (K, E); ``w_ih`` (G·H, E + S·width) and ``w_hh`` (G·H, H) of the controller (G = 4 LSTM
+        gates in torch's order i, f, g, o, or 1), ``b_ih``, ``b_hh``; ``h0`` (and ``c0`` for
+        the LSTM); the heads ``push_w``/``push_b`` (d_t), ``pop_w``/``pop_b`` (u_t),
+        ``value_w``/``value_b`` (v_t), ``out_w``/``out_b`` (o_t) and ``readout_w``/``readout_b``
+        (the logits W_y o_t + b_y)."""
+        arr = lambda t: t.detach().cpu().double().numpy().copy()
+        out = {"embedding": arr(self.embedding.weight), "w_ih": arr(self.cell.weight_ih),
+               "w_hh": arr(self.cell.weight_hh), "b_ih": arr(self.cell.bias_ih),
+               "b_hh": arr(self.cell.bias_hh), "h0": arr(self.h0)}
+        if self.controller_kind == "lstm":
+            out["c0"] = arr(self.c0)
+        for name, layer in (("push", self.push), ("pop", self.pop), ("value", self.value),
+                            ("out", self.out), ("readout", self.readout)):
+            out[f"{name}_w"], out[f"{name}_b"] = arr(layer.weight), arr(layer.bias)
+        return out
+
     def forward_window(self, ids: torch.Tensor, cells: int = 3
                        ) -> tuple[torch.Tensor, torch.Tensor] | None:
         """`forward` in O(1) per step with the store's ends only, or None where that is not
@@ -1647,6 +1665,8 @@ def compile_grefenstette(machine, controller: str = "lstm", dtype: torch.dtype =
         "code_width": codes.shape[1], "datum_bits": f.data.db,
         "variant_bits": codes.shape[1] - 1 - f.data.db,
         "embedding": winfo["E"], "output_size": winfo["O"],
+        "position_bytes": limits.position_bytes(H, "lstm" if lstm else "rnn",
+                                                2 * module.reading_size + winfo["O"]),
         "sources": {"/".join(map(str, k)): v[0] + (str(v[1]) if len(v) > 1 else "")
                     for k, v in f.sources.items()},
         "step": "one network step reads one input symbol and applies one store step; the "

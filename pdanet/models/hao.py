@@ -252,6 +252,24 @@ class _ExactRuns(nn.Module):
 
 
 # --- the module -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class HaoBlocks:
+    """`HaoStackRNN`'s weights by meaning. ``heads_weight``/``heads_bias``: the rows push d,
+    pop u, value v (m rows), output y (O rows), on [x_t; r_{t−1}] ((2 + m + O, K + m), linear
+    controller) or on h_t ((2 + m + O, H), LSTM), §2.2. LSTM only (None for the linear
+    controller): ``weight_ih`` (4H, K + m) on [x_t; r_{t−1}] and ``weight_hh`` (4H, H), biases
+    ``bias_ih``, ``bias_hh`` (gate rows i, f, g, o), the initial state ``h0``, ``c0``."""
+
+    heads_weight: Any
+    heads_bias: Any
+    weight_ih: Any = None
+    weight_hh: Any = None
+    bias_ih: Any = None
+    bias_hh: Any = None
+    h0: Any = None
+    c0: Any = None
+
+
 class HaoStackRNN(_ExactRuns):
     """Hao et al. (2018) §2: a linear or LSTM controller driving a Grefenstette neural stack.
 
@@ -298,6 +316,19 @@ class HaoStackRNN(_ExactRuns):
         W = torch.cat([self.push.weight, self.pop.weight, self.value.weight, self.out.weight])
         b = torch.cat([self.push.bias, self.pop.bias, self.value.bias, self.out.bias])
         return W, b
+
+    def blocks(self, numpy: bool = False) -> HaoBlocks:
+        """The weights by meaning (`HaoBlocks`): tensors (the heads concatenated, new tensors),
+        or with ``numpy`` detached float64 arrays."""
+        conv = (lambda t: t.detach().double().cpu().numpy()) if numpy else (lambda t: t)
+        W, b = self._heads()
+        if self.controller == "linear":
+            return HaoBlocks(heads_weight=conv(W), heads_bias=conv(b))
+        cell = self.cell
+        return HaoBlocks(heads_weight=conv(W), heads_bias=conv(b),
+                         weight_ih=conv(cell.weight_ih), weight_hh=conv(cell.weight_hh),
+                         bias_ih=conv(cell.bias_ih), bias_hh=conv(cell.bias_hh),
+                         h0=conv(self.h0), c0=conv(self.c0))
 
     @torch.no_grad()
     def trace_actions(self, ids: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -618,7 +649,9 @@ def requires_hao_linear(machine: Any) -> str | PdanetError | None:
 def _check_size(machine: Any, H: int, K: int, m: int, O: int, model: str) -> None:
     params = 4 * H * (K + m + H) + H * (m + 2 + O)
     what = f"compiling {machine!r} to {model} ({H:,} hidden units)"
-    hint = "use a smaller machine (for a task, a smaller vocabulary)"
+    hint = ("compile it with model 'grefenstette_lstm' or 'grefenstette_rnn', which factor the "
+            "symbols a machine copies (`pdanet.models.grefenstette.estimate(machine)` gives "
+            "their size), or use a smaller machine (for a task, a smaller vocabulary)")
     limits.check(what, H, "max_units", hint=hint)
     limits.check(f"{what}, {params:,} parameters", 32 * params, "max_bytes", hint=hint)
 
@@ -665,6 +698,8 @@ def _compile(machine: Any, controller: str, dtype: Any, code: str) -> CompiledNe
             "units_with_reading": sum(u.R is not None for u in plan.units),
             "num_states": view.Q, "num_inputs": view.K, "num_store_symbols": view.G,
             "code": code, "code_width": codes.shape[1],
+            "position_bytes": limits.position_bytes(H, "rnn" if linear else "lstm",
+                                                    2 * codes.shape[1] + n_out),
             "step": "one network step reads one input symbol and applies one stack step "
                     "(pop u, push v with strength d, read); a replace is pop + push"}
     arg = ("linear heads: every score is ±1/2 or beyond (difference-constraint solution), β = "
@@ -911,6 +946,7 @@ def compile_hao_buffered(machine: Any, dtype: torch.dtype = torch.float32, code:
             "store": "stack", "buffers": "input (read-only), output (write-only)",
             "hidden_units": H, "num_states": view.Q, "num_inputs": view.K,
             "num_store_symbols": view.G, "code": code, "code_width": codes.shape[1],
+            "position_bytes": limits.position_bytes(H, "lstm", 2 * codes.shape[1] + n_out + 2),
             "step": "one network step per input symbol: input pop i = 1, output push o = 1 "
                     "where the transition emits; the stack as in hao_lstm"}
     return CompiledNetwork(
@@ -954,6 +990,6 @@ def _example_mealy():
 EXAMPLE_HAO_BUFFERED = _example_mealy()
 
 __all__ = ["BETA", "EXAMPLE_HAO_BUFFERED", "EXAMPLE_HAO_LINEAR", "EXAMPLE_HAO_LSTM",
-           "HaoBufferedStackRNN", "HaoStackRNN", "NotExact", "PaperController", "WindowStack",
+           "HaoBlocks", "HaoBufferedStackRNN", "HaoStackRNN", "NotExact", "PaperController", "WindowStack",
            "compile_hao_buffered", "compile_hao_linear", "compile_hao_lstm",
            "requires_hao_buffered", "requires_hao_linear", "requires_hao_lstm"]

@@ -43,6 +43,7 @@ random strings are live.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -67,6 +68,27 @@ from pdanet.models.hao import WindowStack, _ExactRuns, _ids, stack_view, unit_co
 
 BETA = 2048
 MARGIN = Fraction(1, 2)
+
+
+@dataclass(frozen=True)
+class JoulinMikolovBlocks:
+    """`JoulinMikolovStackRNN`'s weights by meaning (J&M §3, App. A.2): ``embedding`` (K, H) the
+    rows U x_t; ``weight_hh`` (H, H) R and ``bias`` (H,) its bias; ``weight_r`` (H, m) P on the
+    top cell; ``actions_weight`` (3, H), ``actions_bias``: A, b_A over the store's channels
+    (push, no-op, pop); ``values_weight`` (m, H), ``values_bias``: D, b_D; ``out_weight``
+    (O, H), ``out_bias``: Y, b_Y; ``h0`` (H,)."""
+
+    embedding: Any
+    weight_hh: Any
+    bias: Any
+    weight_r: Any
+    actions_weight: Any
+    actions_bias: Any
+    values_weight: Any
+    values_bias: Any
+    out_weight: Any
+    out_bias: Any
+    h0: Any
 
 
 class JoulinMikolovStackRNN(_ExactRuns):
@@ -104,6 +126,17 @@ class JoulinMikolovStackRNN(_ExactRuns):
         self.h0 = nn.Parameter(torch.zeros(hidden))
         self.store = SuperpositionStack(depth)
         self.codes = SymbolCodes(codes)
+
+    def blocks(self, numpy: bool = False) -> JoulinMikolovBlocks:
+        """The weights by meaning (`JoulinMikolovBlocks`): the parameters (tensors), or with
+        ``numpy`` detached float64 arrays."""
+        conv = (lambda t: t.detach().double().cpu().numpy()) if numpy else (lambda t: t)
+        return JoulinMikolovBlocks(
+            embedding=conv(self.U.weight), weight_hh=conv(self.R.weight), bias=conv(self.R.bias),
+            weight_r=conv(self.P.weight), actions_weight=conv(self.A.weight),
+            actions_bias=conv(self.A.bias), values_weight=conv(self.D.weight),
+            values_bias=conv(self.D.bias), out_weight=conv(self.Y.weight),
+            out_bias=conv(self.Y.bias), h0=conv(self.h0))
 
     @torch.no_grad()
     def trace_actions(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -253,7 +286,9 @@ def compile_joulin_mikolov_stack_rnn(machine: Any, dtype: torch.dtype = torch.fl
     n_out = 1 if view.output == "accept" else view.n_out + 1
     params = H * (view.K + H + m + 1) + H * (3 + m + n_out)
     what = f"compiling {machine!r} to joulin_mikolov_stack_rnn ({H:,} hidden units)"
-    hint = "use a smaller machine (for a task, a smaller vocabulary)"
+    hint = ("compile it with model 'grefenstette_lstm' or 'grefenstette_rnn', which factor the "
+            "symbols a machine copies (`pdanet.models.grefenstette.estimate(machine)` gives "
+            "their size), or use a smaller machine (for a task, a smaller vocabulary)")
     limits.check(what, H, "max_units", hint=hint)
     limits.check(f"{what}, {params:,} parameters", 32 * params, "max_bytes", hint=hint)
     weights, H = _weights(plan, codes)
@@ -268,6 +303,7 @@ def compile_joulin_mikolov_stack_rnn(machine: Any, dtype: torch.dtype = torch.fl
             "units_with_reading": sum(u.R is not None for u in plan.units),
             "num_states": view.Q, "num_inputs": view.K, "num_store_symbols": view.G,
             "code": code, "code_width": m,
+            "position_bytes": limits.position_bytes(H, "rnn", 2 * m + n_out),
             "step": "one network step reads one input symbol and applies one push, pop or no-op; "
                     "the machine's top is held in the controller (modes U, H_X), so a replace "
                     "is one memory op"}
@@ -295,5 +331,6 @@ def _example():
 
 EXAMPLE_JOULIN_MIKOLOV_STACK_RNN = _example()
 
-__all__ = ["BETA", "EXAMPLE_JOULIN_MIKOLOV_STACK_RNN", "JoulinMikolovStackRNN",
-           "compile_joulin_mikolov_stack_rnn", "requires_joulin_mikolov_stack_rnn"]
+__all__ = ["BETA", "EXAMPLE_JOULIN_MIKOLOV_STACK_RNN", "JoulinMikolovBlocks",
+           "JoulinMikolovStackRNN", "compile_joulin_mikolov_stack_rnn",
+           "requires_joulin_mikolov_stack_rnn"]

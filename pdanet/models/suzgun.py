@@ -204,6 +204,21 @@ class _SuzgunController(nn.Module):
             logits = logits - torch.log(-torch.log(u))            # g ~ Gumbel(0, 1)
         return torch.softmax(logits / self.temperature, -1)
 
+    def blocks(self, numpy: bool = False) -> dict[str, Any]:
+        """The weights by meaning (§3.1–3.3): ``W_ih``, ``b_ih``, ``W_hh``, ``b_hh`` (the cell;
+        an LSTM's rows in PyTorch's gate order i, f, g, o), ``W_sh`` (Baby-NTM's W_m), ``W_y``,
+        ``b_y``, ``W_a``, ``b_a``, ``W_n``, ``b_n``, ``h0`` and, for an LSTM, ``c0``: the
+        parameters (tensors), or with ``numpy`` detached float64 arrays."""
+        conv = (lambda t: t.detach().double().cpu().numpy()) if numpy else (lambda t: t)
+        cell = self.cell
+        out = {"W_ih": cell.weight_ih, "b_ih": cell.bias_ih, "W_hh": cell.weight_hh,
+               "b_hh": cell.bias_hh, "W_sh": self.W_sh.weight, "W_y": self.W_y.weight,
+               "b_y": self.W_y.bias, "W_a": self.W_a.weight, "b_a": self.W_a.bias,
+               "W_n": self.W_n.weight, "b_n": self.W_n.bias, "h0": self.h0}
+        if hasattr(self, "c0"):
+            out["c0"] = self.c0
+        return {k: conv(v) for k, v in out.items()}
+
     def _x(self, ids: torch.Tensor) -> torch.Tensor:
         return F.one_hot(ids.clamp(min=0), self.num_symbols).to(self.h0.dtype)
 
@@ -865,9 +880,17 @@ def _unit_targets(lay: _Layout, c0: int, C: int) -> np.ndarray:
 
 def _active_unit(states: np.ndarray, target: np.ndarray) -> np.ndarray:
     """The controller state of the one active (> 0) hidden unit of each step's states, as
-    marked in `target` (`_unit_targets`); −1 where no unit is active (dead)."""
-    hits = (states[..., :target.shape[0]] > 0).astype(np.float32) @ target
-    return np.where(hits.max(-1) > 0.5, hits.argmax(-1), -1)
+    marked in `target` (`_unit_targets`); −1 where no unit is active (dead). Read in chunks of
+    positions, so the (positions, H) and (positions, C) working arrays stay about 32 MB."""
+    states = np.asarray(states)
+    H, C = target.shape
+    flat = states.reshape(-1, states.shape[-1])
+    out = np.empty(flat.shape[0], dtype=np.int64)
+    step = max(1, (1 << 23) // max(H + C, 1))
+    for lo in range(0, flat.shape[0], step):
+        hits = (flat[lo:lo + step, :H] > 0).astype(np.float32) @ target
+        out[lo:lo + step] = np.where(hits.max(-1) > 0.5, hits.argmax(-1), -1)
+    return out.reshape(states.shape[:-1])
 
 
 def _decoders(view: RealtimeTable, modes: int, c0: int, lay: _Layout, codes: np.ndarray):
@@ -998,7 +1021,10 @@ def _compile(machine, lstm: bool, dtype: torch.dtype, temperature: Any, gumbel: 
     modes, moves = _moves(view)
     c0 = view.q0 * modes + U
     what = f"compiling {machine!r} to {model} (up to {len(moves) + 1:,} hidden units)"
-    hint = "use a smaller machine (for a task, a smaller vocabulary, e.g. vocab_size=16)"
+    hint = ("compile it with model 'grefenstette_lstm' or 'grefenstette_rnn', which factor the "
+            "symbols a machine copies (`pdanet.models.grefenstette.estimate(machine)` gives "
+            "their size), or use a smaller machine (for a task, a smaller vocabulary, e.g. "
+            "vocab_size=16)")
     limits.check(what, len(moves) + 1, "max_units", hint=hint)
     limits.check(what, 32 * (len(moves) + 1) * (4 * (len(moves) + view.K) + codes.shape[1] + 8),
                  "max_bytes", hint=hint)
@@ -1058,6 +1084,8 @@ def _compile(machine, lstm: bool, dtype: torch.dtype, temperature: Any, gumbel: 
         "temperature": str(tau),
         "gumbel": gumbel,
         "bottom_marked": marked,
+        "position_bytes": limits.position_bytes(H, "lstm" if lstm else "rnn",
+                                                2 * codes.shape[1] + view.n_out + 1),
         "step": ("one network step reads one input symbol and applies one push or pop; the "
                  "machine's noop / replace change the top held in the controller (modes H_X, "
                  "or the latch)"),
@@ -1132,6 +1160,8 @@ def _compile_next_set(machine, view: RealtimeTable, lstm: bool, dtype: torch.dty
         "units_with_test": sum(u.test is not None for u in units),
         "controller_states": len({u.c2 for u in units} | {c0}),
         "temperature": str(tau), "gumbel": gumbel, "bottom_marked": False,
+        "position_bytes": limits.position_bytes(lay.H, "lstm" if lstm else "rnn",
+                                                2 * codes.shape[1] + K + 1),
         "next_sets": {f"{_state_name(machine, p)}·{_stack_name(machine, X, G)}":
                       "".join(str(int(b)) for b in s) for (p, X), s in sorted(sets.items())},
         "step": ("one network step reads one input symbol and applies one push or pop; the "
@@ -2142,6 +2172,8 @@ def compile_suzgun_baby_ntm(machine, dtype: torch.dtype = torch.float32, tempera
         "hidden_units": lay.H, "controller_units": len(units) + int(start),
         "start_unit": start, "relay_units": len(relays), "memory_rows": rows,
         "memory_width": codes.shape[1], "depth_bound": t.bound,
+        "position_bytes": limits.position_bytes(lay.H, "rnn",
+                                                2 * rows * codes.shape[1] + n_out),
         "memory_layout": text, "temperature": str(tau), "gumbel": gumbel,
         "step": "one network step reads one input symbol and applies one of the five ops",
     }
