@@ -74,6 +74,17 @@ and every reading is exactly its one-hot; see `DuSellChiangRNN._discrete`), and 
 ``window_decoder``, with which `pn.verify` compares long strings by state, depth and the top
 three cells in O(T): 1,000 Dyck-2 strings of length 2,000 verify in about 10 s of CPU time
 (float32, one thread), where `forward` would need O(T³) time and O(T²) memory per string.
+
+**A network out of that regime** (trained, perturbed: the actions are no longer exactly
+one-hot) has only `forward` to give its values. `pn.verify` therefore runs
+`DuSellChiangRNN.forward_bounded`: the symbol-id run per row up to its first step that is not
+provably exact, then `forward` on each such row's longest prefix that fits the memory limit
+and an operation budget (``full_run_work``), in batch order; it compares those positions only
+and reports the first disagreement found there (decoded as for the compiled network: argmax of
+the reading, the controller's strongest unit), or, where none, which steps the full model
+checked and which it could not, with the memory it would need for them
+(`pdanet.verify.report.Coverage`; such a report is not ``ok``). It never raises a
+ResourceError for a long string.
 """
 
 from __future__ import annotations
@@ -117,6 +128,36 @@ class DuSellChiangRun:
     log_norm: torch.Tensor
 
 
+@dataclass(frozen=True)
+class BoundedRun:
+    """What `DuSellChiangRNN.forward_bounded` computed for a batch of B rows.
+
+    ``states`` (B, T+1, H+R) and ``logits`` (B, T+1, O) hold `forward`'s values at every
+    position t ≤ ``checked[b]`` of row b, and unspecified values after it. ``lengths`` (B,):
+    each row's number of symbols. ``exact`` (B,): positions t ≤ exact[b] come from the
+    symbol-id run (exact by `DuSellChiangRNN._discrete_rows`); those in (exact[b], checked[b]]
+    from `forward` itself, run on the row's first checked[b] symbols (``full`` (B,) marks the
+    rows it ran on). Where checked[b] < lengths[b], positions after checked[b] were not
+    computed: ``needed_bytes[b]`` and ``needed_work[b]`` say what `forward` would need for the
+    whole row (its chart's bytes, its operations; 0 elsewhere) and ``reason`` why it was not
+    run ("" when every row is checked to its end)."""
+
+    states: torch.Tensor
+    logits: torch.Tensor
+    lengths: np.ndarray
+    exact: np.ndarray
+    checked: np.ndarray
+    full: np.ndarray
+    needed_bytes: np.ndarray
+    needed_work: np.ndarray
+    reason: str = ""
+
+
+# default operation budget of one `forward_bounded` call's `forward` runs (about 10 s of CPU
+# on one thread)
+FULL_RUN_WORK = 2 * 10**9
+
+
 class DuSellChiangRNN(nn.Module):
     """DuSell & Chiang (2021): an LSTM controller and the nondeterministic stack (module
     docstring). ``variant``: "ns", "ns+s", "ns+u" or "rns" (§4); ``num_states`` |Q| and
@@ -128,7 +169,9 @@ class DuSellChiangRNN(nn.Module):
     states[t] = [h_t; r_t] (R = |Γ| for NS/NS+U, |Q|·|Γ| for NS+S/RNS) and logits[t] = y_t.
     `run` returns everything (`DuSellChiangRun`). `forward_decoded` gives `forward`'s result
     with the stack kept as symbol ids where that is provably exact (O(1) a step; else
-    `forward`), `forward_window` the top cells of that stack (None where not exact)."""
+    `forward`), `forward_window` the top cells of that stack (None where not exact), and
+    `forward_bounded` `forward`'s values per row as far as a memory and time budget reach
+    (what `pn.verify` runs; a `BoundedRun`)."""
 
     def __init__(self, num_symbols: int, num_states: int, num_stack: int, variant: str = "rns",
                  hidden: int = 20, num_outputs: int = 1, window: int | None = None,
@@ -248,6 +291,97 @@ class DuSellChiangRNN(nn.Module):
             raise InputError(f"cells must be a positive integer, got {cells!r}")
         return self._discrete(ids, cells)
 
+    # operation budget of `forward_bounded`'s `forward` runs (an instance may set its own)
+    full_run_work: int = FULL_RUN_WORK
+
+    def _chart_costs(self, T: int, elt: int) -> tuple[np.ndarray, np.ndarray]:
+        """(bytes, work) of `forward` on one row of L = 0 … T symbols: ``bytes[L]`` the chart
+        estimate that `run` checks against the limits, ``work[L]`` Q³N²·Σ_{t ≤ L} span_t²
+        operations (the pop term of Eq. 2 over a span of (t+1) or (min(t, D)+1) cells)."""
+        Q, N, D = self.num_states, self.num_stack, self.window
+        L = np.arange(T + 1, dtype=np.float64)
+        span = L + 1 if D is None else np.minimum(L, D) + 1
+        nbytes = (L + 1) * span * float((Q * N) ** 2 * elt)
+        work = np.concatenate([[0.0], np.cumsum(span[1:] ** 2)]) * float(Q ** 3 * N ** 2)
+        return nbytes, work
+
+    @torch.no_grad()
+    def forward_bounded(self, ids: Any, max_bytes: int | None = None,
+                        max_work: int | None = None) -> BoundedRun:
+        """`forward`'s values where they can be had within a memory and time budget, and which
+        positions those are (a `BoundedRun`); what `pdanet.verify` runs, so that a network
+        whose actions left the exactly one-hot regime (trained, perturbed) still gets a report.
+
+        Every row first runs as symbol ids (`forward_decoded`'s O(1)-a-step run, exact up to
+        the step before its first action row that is not exactly one-hot). Rows where that
+        stops before their end are then run through `forward` (Eqs. 1–5 in full, O(T²) memory
+        and O(T³) time a row) on their first min(length, L) symbols, in chunks whose charts fit
+        ``max_bytes`` (default and cap: `pdanet.limits`' max_bytes), L the longest common
+        prefix such that one row's chart fits ``max_bytes`` and running every such row to it
+        costs at most ``max_work`` operations (default: the module's ``full_run_work``,
+        `FULL_RUN_WORK`; cost as `_chart_costs`); where not even L = 1 fits the budget, only
+        the first rows in batch order are run. Positions after a row's ``checked`` step are
+        not computed; the `BoundedRun` says what they would need. NaN or +inf log actions on
+        a row end its checked prefix before that step."""
+        ids = self._checked(ids)
+        B, T = ids.shape
+        cap = limits.current().max_bytes
+        for name, val in (("max_bytes", max_bytes), ("max_work", max_work)):
+            if val is not None and (isinstance(val, bool) or not isinstance(val, (int, float))
+                                    or not val > 0):
+                raise InputError(f"{name} must be a positive number or None, got {val!r}")
+        max_bytes = cap if max_bytes is None else min(max_bytes, cap)
+        max_work = self.full_run_work if max_work is None else max_work
+        (states, logits), fail, why = self._discrete_rows(ids, None)
+        lengths = (ids >= 0).long().cumprod(1).sum(1).cpu().numpy()
+        exact = np.minimum(np.where(fail > 0, fail - 1, lengths), lengths)
+        checked = exact.copy()
+        full = np.zeros(B, dtype=bool)
+        nbytes, work = self._chart_costs(T, self.actions.weight.element_size())
+        upto = np.minimum(lengths[None, :], np.arange(T + 1)[:, None])   # (L, b): min(len_b, L)
+        cost = (work[upto] * (upto > exact[None, :])).sum(1)   # every row that gains, to L
+        fits = np.flatnonzero((nbytes <= max_bytes) & (cost <= max_work))
+        reach = int(fits[-1]) if len(fits) else 0   # the longest common prefix affordable
+        if reach == 0 and T and nbytes[1] <= max_bytes:
+            reach = 1                            # too many rows for the budget: the first ones
+        want = np.minimum(lengths, reach)
+        todo = np.flatnonzero(want > exact)
+        broken = ""
+        if len(todo):
+            L = int(want[todo].max())
+            spent = np.cumsum(work[want[todo]])                      # the budget, in order
+            todo = todo[:max(1, int(np.searchsorted(spent, max_work, side="right")))]
+            chunk = max(1, int(max_bytes // max(nbytes[L], 1.0)))
+            for lo in range(0, len(todo), chunk):
+                sel = todo[lo:lo + chunk]
+                part = ids[torch.as_tensor(sel, device=ids.device), :L]
+                try:
+                    r = self.run(part)                     # Eqs. 1–5 in full on the prefixes
+                except InputError as exc:                  # NaN/+inf log actions (the stack's)
+                    broken = broken or str(exc)
+                    continue
+                rows_t = torch.as_tensor(sel, device=states.device)
+                states[rows_t, :L + 1] = torch.cat([r.h, r.reading], -1).to(states.dtype)
+                logits[rows_t, :L + 1] = r.logits.to(logits.dtype)
+                checked[sel] = want[sel]
+                full[sel] = True
+        short = checked < lengths
+        needed_bytes = np.where(short, nbytes[lengths].astype(np.int64), 0)
+        needed_work = np.where(short, work[lengths], 0.0)
+        reason = ""
+        if short.any():
+            b = int(np.flatnonzero(short)[0])
+            reason = (f"{int(short.sum())} of {B} strings not checked to their end: the "
+                      f"actions are not exactly one-hot ({why}), so only the full model "
+                      f"(Eqs. 1–5) gives the network's values, and on string {b} (length "
+                      f"{int(lengths[b])}) it would need {limits.human_bytes(needed_bytes[b])} "
+                      f"(limit {limits.human_bytes(max_bytes)}) and about {needed_work[b]:.2g} "
+                      f"operations (budget {float(max_work):.2g} a batch)")
+            if broken:
+                reason += f"; the full model could not run on some prefixes: {broken}"
+        return BoundedRun(states, logits, lengths, exact, checked, full, needed_bytes,
+                          needed_work, reason)
+
     def _discrete(self, ids: Any, cells: int | None
                   ) -> tuple[torch.Tensor, torch.Tensor] | None:
         """`_discrete_why`'s run, or None where it is not exact."""
@@ -258,7 +392,18 @@ class DuSellChiangRNN(nn.Module):
                       ) -> tuple[tuple[torch.Tensor, torch.Tensor] | None, str]:
         """(run, "") or (None, why not): the run of `forward_decoded` (``cells`` None: states
         [h_t; r_t] as `forward`'s) and of `forward_window` (the top ``cells`` cells), where it
-        is exact.
+        is exact (`_discrete_rows`, stopping at the first failed check)."""
+        run, _fail, why = self._discrete_rows(ids, cells, per_row=False)
+        return run, why
+
+    @torch.no_grad()
+    def _discrete_rows(self, ids: Any, cells: int | None, per_row: bool = True
+                       ) -> tuple[tuple[torch.Tensor, torch.Tensor] | None, np.ndarray, str]:
+        """(run, fail, why): the symbol-id run and, per row, ``fail[b]`` = the first step of a
+        symbol at which a check below fails (0: none), ``why`` the first failure in words.
+        With ``per_row`` False the run stops there (run None); with ``per_row`` True a failing
+        row is tracked as dead from that step on and the others go on, so positions
+        t < fail[b] of row b (every position where fail[b] = 0) are exactly `forward`'s.
 
         It runs the same LSTM and heads as `run` on the same inputs (the same operations, so
         h_t, the log actions and y_t are bitwise `run`'s while r_{t−1} is), with the stack as
@@ -295,7 +440,7 @@ class DuSellChiangRNN(nn.Module):
         A padding step (x_t = 0) whose row fails the check makes the row's later values
         unspecified (the run is then tracked as dead); a check failing at a symbol's step, or
         NaN/+inf log actions anywhere (the stack's InputError), stops the run there (None and
-        the step, row and reason). Each
+        the step, row and reason; with ``per_row``: that row's ``fail``). Each
         step is a fixed number of tensor and numpy operations over the batch (no loop over
         cells or rows): the controller, Δ[t], and O(B) index updates of the stack."""
         ids = self._checked(ids)
@@ -317,6 +462,8 @@ class DuSellChiangRNN(nn.Module):
         top = np.zeros(B, dtype=np.int64)
         alive = np.ones(B, dtype=bool)                               # the run survives
         known = np.ones(B, dtype=bool)                               # the row is tracked
+        fail = np.zeros(B, dtype=np.int64)                           # first failed step (0: none)
+        why = ""
         kind = np.repeat(np.arange(3), [N, N, 1])                    # push, replace, pop
         sym = np.concatenate([np.arange(N), np.arange(N), [0]])
         onehot = torch.cat([torch.eye(R, dtype=dt), torch.zeros(1, R, dtype=dt)]).to(dev)
@@ -338,8 +485,13 @@ class DuSellChiangRNN(nn.Module):
             h = torch.sigmoid(o) * torch.tanh(c)
             lact = self.actions(h)                                         # W_ha h_t + b_ha
             m = lact.amax(-1)                        # NaN or +inf: forward's stack raises
-            if not bool(torch.isfinite(m).all()):
-                return None, f"step {t + 1}: log actions not finite"
+            finite = torch.isfinite(m)
+            if not bool(finite.all()):
+                if not per_row:
+                    return None, fail, f"step {t + 1}: log actions not finite"
+                if not why:
+                    b = int(torch.nonzero(~finite)[0])
+                    why = f"step {t + 1} of row {b}: log actions not finite"
             at = torch.from_numpy(q * N + top).to(dev)
             row = lact.view(B, Q * N, Q * A)[rows_t, at]          # the run's (q, top) row
             best, move = row.max(-1)
@@ -349,15 +501,23 @@ class DuSellChiangRNN(nn.Module):
                 lact[rows_t, at * (Q * A) + move] = -np.inf
                 exact &= (best == m) & (lact.amax(-1) - m < cut)
             exact, move = exact.cpu().numpy(), move.cpu().numpy()
-            fine = ~alive | exact
+            finite = finite.cpu().numpy()
+            fine = (~alive | exact) & finite
             v_t = valid[t]
             bad = v_t & ~(fine & known)
             if bad.any():
                 b = int(np.flatnonzero(bad)[0])
-                return None, (f"step {t + 1} of row {b}: the action row of the run's "
-                              "configuration is not exactly one-hot" if known[b] else
-                              f"step {t + 1} of row {b}: a symbol after a padding step whose "
-                              "actions were not one-hot")
+                msg = (f"step {t + 1} of row {b}: the action row of the run's configuration "
+                       "is not exactly one-hot" if known[b] else
+                       f"step {t + 1} of row {b}: a symbol after a padding step whose actions "
+                       "were not one-hot")
+                if not per_row:
+                    return None, fail, msg
+                first = bad & (fail == 0)
+                if first.any() and not why:
+                    why = msg
+                fail[first] = t + 1
+                fine &= ~bad
             known &= fine
             alive &= known
             r_to, v = move // A, move % A                                  # (q, x → r, v)
@@ -386,7 +546,7 @@ class DuSellChiangRNN(nn.Module):
         if cells is not None:
             tail = np.concatenate([sizes[..., None], wins], 2)
             buf = torch.cat([buf.double(), torch.from_numpy(tail).to(dev).double()], -1)
-        return (buf.transpose(0, 1).contiguous(), ys.transpose(0, 1).contiguous()), ""
+        return (buf.transpose(0, 1).contiguous(), ys.transpose(0, 1).contiguous()), fail, why
 
 
 # --- compile ------------------------------------------------------------------------------------
@@ -725,8 +885,8 @@ EXAMPLE_DUSELL_CHIANG_NS = EXAMPLE_DUSELL_CHIANG_NS_S = EXAMPLE_DUSELL_CHIANG_NS
     EXAMPLE_DUSELL_CHIANG_RNS
 
 __all__ = ["BETA", "EXAMPLE_DUSELL_CHIANG_NS", "EXAMPLE_DUSELL_CHIANG_NS_S",
-           "EXAMPLE_DUSELL_CHIANG_NS_U", "EXAMPLE_DUSELL_CHIANG_RNS", "MODEL_VARIANTS",
-           "DuSellChiangRNN", "DuSellChiangRun", "NSController", "compile_dusell_chiang_ns",
-           "compile_dusell_chiang_ns_s", "compile_dusell_chiang_ns_u", "compile_dusell_chiang_rns",
-           "requires_dusell_chiang_ns", "requires_dusell_chiang_ns_s",
+           "EXAMPLE_DUSELL_CHIANG_NS_U", "EXAMPLE_DUSELL_CHIANG_RNS", "FULL_RUN_WORK",
+           "MODEL_VARIANTS", "BoundedRun", "DuSellChiangRNN", "DuSellChiangRun", "NSController",
+           "compile_dusell_chiang_ns", "compile_dusell_chiang_ns_s", "compile_dusell_chiang_ns_u",
+           "compile_dusell_chiang_rns", "requires_dusell_chiang_ns", "requires_dusell_chiang_ns_s",
            "requires_dusell_chiang_ns_u", "requires_dusell_chiang_rns"]

@@ -27,7 +27,10 @@ GIL), so on two or more free cores a batch costs about max(network, machine) plu
 comparison; a large batch runs as two halves, the first decoded and compared while the worker
 runs the second (``overlap=False``: one thread, network then machine). Networks whose decoder
 reads only part of the state say so with ``forward_decoded`` (`CompiledNetwork`), which the
-verifier runs instead of ``forward``.
+verifier runs instead of ``forward``. A module with ``forward_bounded`` (DuSell & Chiang's, whose
+full model is O(T³) a string) is run through it instead: positions it could not compute within
+its memory and time budget are not compared, and the report says how many and what they would
+need (`Coverage`; the report is then not ``ok`` unless a counterexample was found first).
 
 Long strings (a batch of at least `WINDOW_MIN_STEPS` steps) of a real-time pushdown machine
 against a stack RNN are compared incrementally: the network runs with its memory kept as a
@@ -57,11 +60,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from pdanet import limits
 from pdanet.automata.base import Machine
 from pdanet.constructions.base import as_dtype
 from pdanet.errors import InputError, VerificationError
 from pdanet.verify import strings as S
-from pdanet.verify.report import Counterexample, PhaseResult, Report, readable
+from pdanet.verify.report import Counterexample, Coverage, PhaseResult, Report, readable
 
 if TYPE_CHECKING:
     from pdanet.verify.distribution import LMReport
@@ -82,6 +86,7 @@ class BatchOutcome:
     failure: tuple[int, int, str] | None = None  # (row, step, field)
     expected: Any = None
     got: Any = None
+    coverage: Coverage | None = None  # partial coverage (a network's ``forward_bounded``)
 
 
 def _device(net) -> torch.device:
@@ -92,12 +97,54 @@ def _device(net) -> torch.device:
     return torch.device("cpu")
 
 
-def _forward(net, ids: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-    """The network's states (only the part its decoder reads, where it says so) and logits."""
+def _forward(net, ids: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, Any]:
+    """The network's states (only the part its decoder reads, where it says so), logits, and
+    the module's ``forward_bounded`` run or None.
+
+    Partial-coverage hook: a module with ``forward_bounded`` (`pdanet.models.dusell_chiang.
+    DuSellChiangRNN`, whose full model costs O(T²) memory and O(T³) time a string) gives
+    `forward`'s values only up to a step per row (``checked``) within a memory and time budget;
+    `compare_batch` compares those positions only and counts the rest as unchecked
+    (`Coverage`), instead of failing on the whole batch."""
     ids = torch.as_tensor(ids, device=_device(net))
     with torch.no_grad():
+        bounded = getattr(getattr(net, "module", None), "forward_bounded", None)
+        if bounded is not None and ids.ndim == 2 and ids.shape[1] > 0:
+            run = bounded(ids)
+            return run.states, run.logits, run
         fwd = getattr(net, "forward_decoded", None)  # the decoded part of the state suffices
-        return fwd(ids) if fwd is not None else net.forward(ids)
+        return (*(fwd(ids) if fwd is not None else net.forward(ids)), None)
+
+
+def _bounded_mask(mask: np.ndarray, rows: slice, run: Any
+                  ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Partial-coverage hook (see `_forward`): restrict ``mask[rows]`` to the positions the
+    ``forward_bounded`` run computed; (unchecked, from the full model) position masks of the
+    rows, or None for an ordinary network."""
+    if run is None:
+        return None
+    t = np.arange(mask.shape[1])[None, :]
+    m = mask[rows]
+    checked = np.asarray(run.checked)[:, None]
+    unchecked = m & (t > checked)
+    full = m & (t > np.asarray(run.exact)[:, None]) & (t <= checked)
+    mask[rows] = m & ~unchecked
+    return unchecked, full
+
+
+def _coverage(parts: tuple[np.ndarray, np.ndarray], run: Any, upto: int, step: int | None
+              ) -> Coverage:
+    """The `Coverage` of rows 0 … upto−1 of a bounded run (the last one only to ``step``
+    when it holds the counterexample)."""
+    unchecked, full = (p[:upto].copy() for p in parts)
+    if step is not None and upto:
+        unchecked[upto - 1, step + 1:] = False
+        full[upto - 1, step + 1:] = False
+    short = unchecked.any(1)
+    need = np.asarray(run.needed_bytes)[:upto][short]
+    return Coverage(int(full.any(1).sum()), int(full.sum()), int(short.sum()),
+                    int(unchecked.sum()), int(need.max()) if len(need) else 0,
+                    run.reason if short.any() else "")
 
 
 def _forward_window(machine: Machine, net, ids: np.ndarray):
@@ -374,17 +421,25 @@ def compare_batch(machine: Machine, net, ids: np.ndarray, lengths: np.ndarray,
             else:
                 mask &= S.live_mask(machine, ids, lengths, expected)
         names = None
+        cover = None
         for i, rows in enumerate(chunks):
-            got = _decode(net, *(pending[i].result() if pending else _forward(net, ids)))
+            states, logits, run = pending[i].result() if pending else _forward(net, ids)
+            parts = _bounded_mask(mask, rows, run)      # partial coverage (`_forward`)
+            got = _decode(net, states, logits)
             if names is None:
                 names = [n for n in expected if n in got and n != "output"] + ["output"]
             bad = _first_difference(expected, got, names, mask, rows, tol)
+            if parts is not None:
+                upto = (bad[0] + 1 if bad is not None else rows.stop) - rows.start
+                part = _coverage(parts, run, upto, bad[1] if bad is not None else None)
+                cover = part if cover is None else cover + part
             if bad is not None:
                 b, t, name = bad
                 steps_done = int(mask[:b].sum()) + int(mask[b, : t + 1].sum())
                 return BatchOutcome(b + 1, steps_done, tuple(names), (b, t, name),
-                                    expected[name][b, t], np.asarray(got[name])[b - rows.start, t])
-        return BatchOutcome(B, int(mask.sum()), tuple(names))
+                                    expected[name][b, t], np.asarray(got[name])[b - rows.start, t],
+                                    cover)
+        return BatchOutcome(B, int(mask.sum()), tuple(names), coverage=cover)
     finally:                          # never leave the worker running on this batch
         if pending:
             for p in pending:
@@ -673,19 +728,18 @@ def verify(machine: Machine, net, options: VerifyOptions | None = None, **overri
     start = time.perf_counter()
     if o.overlap:
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pdanet-verify") as executor:
-            results, cex, fields_, notes = _check_phases(machine, net, phases, o.batch_size,
-                                                         o.max_batch_steps, o.progress, executor,
-                                                         tol)
+            results, cex, fields_, notes, cover = _check_phases(
+                machine, net, phases, o.batch_size, o.max_batch_steps, o.progress, executor, tol)
     else:
-        results, cex, fields_, notes = _check_phases(machine, net, phases, o.batch_size,
-                                                     o.max_batch_steps, o.progress, None, tol)
+        results, cex, fields_, notes, cover = _check_phases(
+            machine, net, phases, o.batch_size, o.max_batch_steps, o.progress, None, tol)
     done = {p.name for p in results if p.complete}
     if {"exhaustive", "random"} <= done and lo_hi[1] <= max_length:
         notes.append("the random strings were no longer than max_length, so the exhaustive phase "
                      "already covered them; pass sample_lengths=(low, high) to go beyond")
     seconds = time.perf_counter() - start
     return Report(
-        ok=cex is None,
+        ok=cex is None and (cover is None or cover.unchecked_steps == 0),
         machine=str(getattr(machine, "name", None) or repr(machine)),
         network=str(getattr(net, "construction", type(net).__name__)),
         fields=fields_,
@@ -696,6 +750,7 @@ def verify(machine: Machine, net, options: VerifyOptions | None = None, **overri
         counterexample=cex,
         notes=tuple(notes),
         dtype=str(getattr(net, "dtype", "")).replace("torch.", ""),
+        coverage=cover,
     )
 
 
@@ -750,14 +805,24 @@ def _compiled_machine(machine: Machine, net) -> Machine:
         "against the machine it was compiled from, or compile this machine")
 
 
+def _dtype_bytes(net) -> int:
+    """Bytes per float of the network's run (4 unless it says float64)."""
+    dt = getattr(net, "dtype", None)
+    return torch.finfo(dt).bits // 8 if isinstance(dt, torch.dtype) and dt.is_floating_point \
+        else 4
+
+
 def _check_phases(machine: Machine, net, phases: list[_Phase], batch_size: int,
                   max_batch_steps: int, progress: bool, executor: Executor | None,
                   tol: Tolerance | None = None
-                  ) -> tuple[list[PhaseResult], Counterexample | None, tuple[str, ...], list[str]]:
-    """Check the phases in order, stopping at the first counterexample."""
+                  ) -> tuple[list[PhaseResult], Counterexample | None, tuple[str, ...], list[str],
+                             Coverage | None]:
+    """Check the phases in order, stopping at the first counterexample; the last item is the
+    summed `Coverage` of partially covered batches (None: every step was compared)."""
     results: list[PhaseResult] = []
     notes: list[str] = []
     cex = None
+    cover: Coverage | None = None
     fields: tuple[str, ...] = ()
     for phase in phases:
         t0 = time.perf_counter()
@@ -770,11 +835,15 @@ def _check_phases(machine: Machine, net, phases: list[_Phase], batch_size: int,
         n_strings = n_steps = 0
         bar = _progress(progress, phase.name, int((lengths + 1).sum()))
         try:
-            for bids, blens in _batches(ids, lengths, batch_size, max_batch_steps):
+            steps = limits.positions_per_call(      # the network's own memory estimate
+                net, max_batch_steps, int(lengths.max(initial=0)) + 1, _dtype_bytes(net))
+            for bids, blens in _batches(ids, lengths, batch_size, steps):
                 out = compare_batch(machine, net, bids, blens, check_live=phase.check_live,
                                     executor=executor, tol=tol)
                 n_strings += out.strings
                 n_steps += out.steps
+                if out.coverage is not None:
+                    cover = out.coverage if cover is None else cover + out.coverage
                 fields = fields or out.fields
                 if bar is not None:
                     bar.update(int((blens + 1).sum()))
@@ -790,7 +859,9 @@ def _check_phases(machine: Machine, net, phases: list[_Phase], batch_size: int,
                                    time.perf_counter() - t0, complete=cex is None))
         if cex is not None:
             break
-    return results, cex, fields, notes
+    if cover is not None and not (cover.full_steps or cover.unchecked_steps):
+        cover = None                      # every step came from the exact fast path
+    return results, cex, fields, notes, cover
 
 
 def _counterexample(machine: Machine, phase: str, ids: np.ndarray, t: int, name: str,

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from pdanet.automata.base import Machine
+from pdanet.limits import human_bytes
 
 # --- readable values ------------------------------------------------------------------------------
 
@@ -142,9 +143,48 @@ class PhaseResult:
 
 
 @dataclass(frozen=True)
+class Coverage:
+    """Partial coverage (a network that could not be run in full on every checked string).
+
+    A network whose exact fast path stops on some strings (e.g. a trained DuSell & Chiang
+    model whose actions are no longer exactly one-hot) is run in full only within a memory and
+    time budget (``module.forward_bounded``): ``full_strings``/``full_steps`` count the strings
+    and compared steps whose values came from the full model; ``unchecked_strings`` /
+    ``unchecked_steps`` those that were asked for but not compared, ``needed_bytes`` the most
+    memory the full model would need for one of those strings, ``reason`` why (the first
+    batch's explanation). Unchecked steps make the report not ``ok``: they are never a pass."""
+
+    full_strings: int = 0
+    full_steps: int = 0
+    unchecked_strings: int = 0
+    unchecked_steps: int = 0
+    needed_bytes: int = 0
+    reason: str = ""
+
+    def __add__(self, other: Coverage) -> Coverage:
+        return Coverage(self.full_strings + other.full_strings,
+                        self.full_steps + other.full_steps,
+                        self.unchecked_strings + other.unchecked_strings,
+                        self.unchecked_steps + other.unchecked_steps,
+                        max(self.needed_bytes, other.needed_bytes),
+                        self.reason or other.reason)
+
+    def __str__(self) -> str:
+        text = (f"{self.full_steps:,} steps of {self.full_strings:,} strings checked by the "
+                "network's full model")
+        if self.unchecked_steps:
+            text += (f"; not checked: {self.unchecked_steps:,} steps of "
+                     f"{self.unchecked_strings:,} strings, would need "
+                     f"{human_bytes(self.needed_bytes)} a string ({self.reason})")
+        return text
+
+
+@dataclass(frozen=True)
 class Report:
     """The outcome of `verify`. ``steps_checked`` counts the positions compared: for every string,
-    t = 0 … its length (only live prefixes). Checking stops at the first counterexample."""
+    t = 0 … its length (only live prefixes). Checking stops at the first counterexample.
+    ``coverage``: where some strings could only be compared in part (`Coverage`; None when
+    every requested step was compared); ``ok`` is then False unless nothing was left out."""
 
     ok: bool
     machine: str
@@ -157,6 +197,12 @@ class Report:
     counterexample: Counterexample | None = None
     dtype: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
+    coverage: Coverage | None = None
+
+    @property
+    def unchecked_steps(self) -> int:
+        """Steps asked for but not compared (`Coverage`); 0 when every step was."""
+        return self.coverage.unchecked_steps if self.coverage is not None else 0
 
     @property
     def steps(self) -> int:
@@ -187,13 +233,15 @@ class Report:
             "phases": [asdict(p) for p in self.phases],
             "counterexample": self.counterexample.to_dict() if self.counterexample else None,
             "notes": list(self.notes),
+            "coverage": asdict(self.coverage) if self.coverage is not None else None,
         }
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
 
     def __str__(self) -> str:
-        verdict = "OK" if self.ok else "FAILED"
+        verdict = ("OK" if self.ok else "FAILED" if self.counterexample is not None
+                   or not self.unchecked_steps else "INCOMPLETE")
         lines = [
             (f"verify {self.machine} against {self.network}"
             f"{' (' + self.dtype + ')' if self.dtype else ''}: {verdict} — "
@@ -207,8 +255,10 @@ class Report:
                          f"{p.seconds:.3g} s{stop}")
         if self.counterexample is not None:
             lines.append("  first counterexample: " + str(self.counterexample))
+        if self.coverage is not None:
+            lines.append(f"  coverage: {self.coverage}")
         lines.extend(f"  note: {n}" for n in self.notes)
         return "\n".join(lines)
 
 
-__all__ = ["Counterexample", "PhaseResult", "Report", "readable"]
+__all__ = ["Counterexample", "Coverage", "PhaseResult", "Report", "readable"]
