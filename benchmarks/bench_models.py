@@ -26,7 +26,10 @@ checked (and their mean length: a machine whose walks die early gives shorter on
 outcome and the seconds of each phase.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_models.py --part seed [--models hao_lstm ...]
-        [--tasks dyck2 ...] [--long-samples 1000] [--long-length 2000]
+        [--tasks dyck2 ...] [--long-samples 1000] [--long-length 2000] [--certify-only]
+
+``--certify-only``: compile and certify each pair, no verify (certify column: ``proved`` for
+every length, ``≤L`` up to length L, ``failed``, ``refused`` by the family, ``—`` no family).
 """
 
 from __future__ import annotations
@@ -164,20 +167,29 @@ def long_task(model: str, pairs: list[tuple[str, str, str]]) -> str | None:
 
 
 def certify_outcome(machine: Any, net: Any) -> str:
-    """``proved``/``failed`` where a certificate family covers the network, else ``—``."""
+    """``proved`` (every length), ``≤L`` (every length up to L), ``failed`` or ``refused`` (a
+    typed error: the family does not cover this network) where a certificate family covers the
+    network's abstraction, else ``—``."""
     from pdanet.verify.certify.dispatch import family
 
     try:
         family(net)
     except CertificationError:
         return "—"
-    return "proved" if pn.certify(machine, net) else "failed"
+    try:
+        cert = pn.certify(machine, net)
+    except (CertificationError, ResourceError):
+        return "refused"
+    if not cert:
+        return "failed"
+    return "proved" if cert.all_lengths else f"≤{cert.max_length}"
 
 
 def seed_row(task: str, model: str, target: str, exhaustive: tuple[int, np.ndarray],
-             long_ids: np.ndarray) -> str:
-    """One table row: compile, verify the exhaustive prefixes and the long strings (given, so
-    that every model of a task checks the same strings), certify."""
+             long_ids: np.ndarray, certify_only: bool = False) -> str:
+    """One table row: compile, certify, verify the exhaustive prefixes and the long strings
+    (given, so that every model of a task checks the same strings); ``certify_only``: compile
+    and certify."""
     m = pn.tasks.get(task)
     t0 = time.perf_counter()
     try:
@@ -188,14 +200,23 @@ def seed_row(task: str, model: str, target: str, exhaustive: tuple[int, np.ndarr
     params = sum(p.numel() for p in net.module.parameters())
     n, ids = exhaustive
     t0 = time.perf_counter()
-    rep = pn.verify(m, net, strings=ids, max_length=None, samples=0, long_samples=0)
-    t_exh = time.perf_counter() - t0
+    cert = certify_outcome(m, net)
+    t_cert = time.perf_counter() - t0
+    if certify_only:
+        return (f"{model:<26}{task:<28}{net.hidden_units:>6}{params:>10,}  {cert:<8}"
+                f"{t_compile:>7.2f}{t_cert:>8.2f}")
     t0 = time.perf_counter()
-    lrep = pn.verify(m, net, strings=long_ids, max_length=None, samples=0, long_samples=0,
-                     dtype="float32", max_batch_steps=1 << 21)
+    try:
+        rep = pn.verify(m, net, strings=ids, max_length=None, samples=0, long_samples=0)
+        t_exh = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        lrep = pn.verify(m, net, strings=long_ids, max_length=None, samples=0, long_samples=0,
+                         dtype="float32", max_batch_steps=1 << 21)
+    except ResourceError as exc:          # one string's run over the memory limit
+        return (f"{model:<26}{task:<28}{net.hidden_units:>6}{params:>10,}  verify over the "
+                f"limits: {str(exc)[:80]}")
     t_long = time.perf_counter() - t0
     mean_len = lrep.steps_checked / max(lrep.strings_checked, 1) - 1
-    cert = certify_outcome(m, net)
     bad = rep.counterexample or lrep.counterexample
     status = "ok" if rep.ok and lrep.ok else f"FAIL {bad}"
     return (f"{model:<26}{task:<28}{net.hidden_units:>6}{params:>10,}{n:>4}{len(ids):>9,}"
@@ -206,10 +227,18 @@ def seed_row(task: str, model: str, target: str, exhaustive: tuple[int, np.ndarr
 def seed_main(args: argparse.Namespace) -> None:
     pairs = [p for p in seed_pairs() if (not args.models or p[1] in args.models)
              and (not args.tasks or p[0] in args.tasks)]
-    print(f"{'model':<26}{'task':<28}{'units':>6}{'params':>10}{'n':>4}{'prefixes':>9}"
-          f"{'long':>7}{'len':>7}  {'certify':<7}{'comp s':>7}{'exh s':>7}{'long s':>8}")
+    if args.certify_only:
+        print(f"{'model':<26}{'task':<28}{'units':>6}{'params':>10}  {'certify':<8}"
+              f"{'comp s':>7}{'cert s':>8}")
+    else:
+        print(f"{'model':<26}{'task':<28}{'units':>6}{'params':>10}{'n':>4}{'prefixes':>9}"
+              f"{'long':>7}{'len':>7}  {'certify':<7}{'comp s':>7}{'exh s':>7}{'long s':>8}")
     start = time.perf_counter()
     for task in dict.fromkeys(t for t, _, _ in pairs):
+        if args.certify_only:
+            for _, model, target in [p for p in pairs if p[0] == task]:
+                print(seed_row(task, model, target, (0, None), None, True), flush=True)
+            continue
         m = pn.tasks.get(task)
         t0 = time.perf_counter()
         exhaustive = exhaustive_prefixes(m, args.max_prefixes)
@@ -234,6 +263,8 @@ def main() -> None:
     ap.add_argument("--max-prefixes", type=int, default=200_000)
     ap.add_argument("--long-samples", type=int, default=1000)
     ap.add_argument("--long-length", type=int, default=2000)
+    ap.add_argument("--certify-only", action="store_true",
+                    help="--part seed: compile and certify only")
     args = ap.parse_args()
     if args.part == "seed":
         seed_main(args)

@@ -439,7 +439,7 @@ def test_refusals_are_typed_and_name_the_model_that_can():
         compile_hao_lstm("not a machine")
 
 
-def test_modules_reject_bad_ids_and_certify_says_use_verify():
+def test_modules_reject_bad_ids_and_buffered_certify_says_use_verify():
     codes = np.eye(2, dtype=np.int64)
     for mod in (HaoStackRNN(3, codes, 2, "lstm", 4), HaoStackRNN(3, codes, 2, "linear"),
                 HaoBufferedStackRNN(3, codes, 2, 4), JoulinMikolovStackRNN(3, 4, codes, 2)):
@@ -452,7 +452,7 @@ def test_modules_reject_bad_ids_and_certify_says_use_verify():
     with pytest.raises(InputError, match="padding"):
         HaoBufferedStackRNN(3, codes, 2, 4)(torch.tensor([[-1, 0]]))
     with pytest.raises(CertificationError, match="verify"):
-        pn.certify(pn.tasks.get("dyck2"), compile_hao_lstm(pn.tasks.get("dyck2")))
+        pn.certify(hao.EXAMPLE_HAO_BUFFERED, compile_hao_buffered(hao.EXAMPLE_HAO_BUFFERED))
 
 
 # --- forward_window: O(1) per step, exact ---------------------------------------------------------

@@ -29,7 +29,10 @@ from pdanet.constructions.base import CompiledNetwork
 from pdanet.constructions.lm import LMUnits
 from pdanet.constructions.ns_lm import NSLMChart
 from pdanet.errors import CertificationError
+from pdanet.models.dusell_chiang import NSController
 from pdanet.models.grefenstette import GrefenstetteController
+from pdanet.models.hao import PaperController
+from pdanet.models.suzgun import BabyNTMController, SuzgunController
 from pdanet.verify.certify.core import Certificate, Progress, check_arguments, no_nan
 
 FAMILIES: dict[type[Abstraction], str | None] = {
@@ -37,11 +40,15 @@ FAMILIES: dict[type[Abstraction], str | None] = {
     DyckSlots: "dyck",              # local views when too many configurations, else box
     CompactSlots: "compact",        # local views when too many configurations, else box
     ControllerMemory: "stack",      # exact saturation + the memory lemma
-    GrefenstetteController: None,   # the paper's heads on a factored controller: pn.verify only
+    GrefenstetteController: "grefenstette",  # exact saturation of the paper's heads, data path boxed
     BufferedController: None,       # several steps per symbol: checked by pn.verify only
     NSChart: "ns",                  # a length bound on the stand-in for log 0
     LMUnits: "lm",                  # box induction, then a bound on the log-probability error
     NSLMChart: None,                # an NS-RNN language model: pn.verify (by distribution) only
+    SuzgunController: "suzgun",     # Suzgun et al. 2019: exact one-hot softmax + the memory lemma
+    BabyNTMController: "suzgun",    # Suzgun et al. 2019 §3.3: a finite product, explored exactly
+    PaperController: "paper",       # Hao et al. 2018, Joulin–Mikolov 2015: exact saturation
+    NSController: "dusell",         # DuSell & Chiang: exact one-hot actions + the chart lemma
 }
 
 
