@@ -62,12 +62,19 @@ saturated Elman network; the same units, four times the recurrent weights.
 Exact weights are integers over small denominators (times β); β comes from the margin argument
 written into ``scale_argument`` (option ``scale`` overrides it). Nothing here is a fraction that
 shrinks with depth (each slot holds bits, each weight is a small integer times β), so the depth m
-meets no floating-point precision limit in any dtype; what bounds m is memory (the recurrence is
-dense: H² weights, 4H² for the LSTM), checked against `pdanet.limits` before anything is allocated.
+meets no floating-point precision limit in any dtype; what bounds m is memory, checked against
+`pdanet.limits` before anything is allocated. The dense module holds H² recurrent weights (4H² for
+the LSTM); the sparse form (``sparse=True``, and automatically when the dense one would be over
+the limit) holds the same units and recurrence as W_hh = S + G·F in a `SparseRecurrentNet`
+(`build_sparse_program`): a gate sum or a copy's operation flag, read by many units with one
+weight, is one shared sum F·u (its units once) times G (one entry per reading unit), and every
+other weight is an entry of S — about |L|·(C·d + 2) + C²·m·d entries in all (marked reversal over
+128 symbols at m = 1000: 27,771 units and about 129,000 entries where the dense LSTM has 3·10⁹).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -84,7 +91,16 @@ from pdanet.constructions import realtime
 from pdanet.constructions.abstraction import MAX_LABELS, CompactSlots, LookupCase, SlotTest
 from pdanet.constructions.base import CompiledNetwork, ExactWeight, as_scale, load_exact
 from pdanet.constructions.dfa_rnn import compile_lstm, compile_minsky
-from pdanet.constructions.modules import RecurrentBlocks, RecurrentNet, recurrent_state_dict
+from pdanet.constructions.modules import (
+    SPARSE_BLOCKS,
+    RecurrentBlocks,
+    RecurrentNet,
+    SparseBlocks,
+    SparseRecurrentNet,
+    recurrent_state_dict,
+    sparse_blocks,
+    sparse_state_dict,
+)
 from pdanet.errors import CompileError, InputError, SearchBoundError
 from pdanet.verify.bounds import information_floor
 
@@ -119,6 +135,7 @@ class _Pos:
     slot: int | None = None
 
 
+@functools.lru_cache(maxsize=4096)
 def _position(k: int, source: str, sym: int, m: int, G: int) -> _Pos:
     """Position k (1-based) of the stack before step t, given step t − 1's operation (the
     source) and the slot units S (the stack before step t − 1)."""
@@ -175,6 +192,7 @@ def lookup_cases(view: realtime.RealtimeTable, m: int, empty_stack: bool, accept
     work = [(view.q0, "start", -1)]
     seen: set = {work[0]}
     every, gamma = frozenset(range(G + 1)), frozenset(range(G))
+    memo: dict[tuple, tuple[SlotTest, ...] | None] = {}
     while work:
         entry = work.pop(0)
         order.append(entry)
@@ -220,7 +238,12 @@ def lookup_cases(view: realtime.RealtimeTable, m: int, empty_stack: bool, accept
                     else:
                         variants = [(conds, None)]
                     for cs, empty_after in variants:
-                        tests = _tests(cs, source, sym, m, G)
+                        # after a push/replace only position 1 depends on the written code,
+                        # and no test here asks which stack symbol it is: memoised without it
+                        key = (tuple(cs), source, -1 if source in ("push", "replace") else sym)
+                        if key not in memo:
+                            memo[key] = _tests(cs, source, sym, m, G)
+                        tests = memo[key]
                         if tests is None:
                             continue
                         acc = bool(empty_after) if empty_stack else bool(accepting[p2])
@@ -385,7 +408,15 @@ def build_program(cases: list[LookupCase], view: realtime.RealtimeTable, m: int,
         ok = (src >= 0) & (src < m)                          # (push: slot 1 has no source)
         if ok.any():                                         # s_{src, j} = Σ_c cells
             A[rows[ok][:, :, None], units[:, src[ok], :].transpose(1, 2, 0)] = 1
-    # readout
+    R, r2 = _readout(cases, view, H, empty_stack, transducer)
+    u0 = np.zeros(H, np.int64)
+    u0[0] = 1
+    return Program(A, U, b2, R, r2, u0, lay)
+
+
+def _readout(cases: list[LookupCase], view: realtime.RealtimeTable, H: int, empty_stack: bool,
+             transducer: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Readout R (logits, H) and doubled bias r2: logits R u + r2/2 (module docstring)."""
     if transducer:
         n_out = view.n_out
         R = np.zeros((n_out + 1, H), np.int64)
@@ -401,9 +432,210 @@ def build_program(cases: list[LookupCase], view: realtime.RealtimeTable, m: int,
         start_accepts = True if empty_stack else bool(view.accepting[view.q0])
         R[0, 0] = int(start_accepts)
         r2 = np.array([-1], np.int64)
+    return R, r2
+
+
+# --- the sparse form ----------------------------------------------------------------------------
+
+
+def _coalesce(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, n_cols: int
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """COO triples sorted by (row, column), duplicates summed, zeros dropped."""
+    key = rows.astype(np.int64) * n_cols + cols
+    uniq, inv = np.unique(key, return_inverse=True)
+    summed = np.zeros(len(uniq), np.int64)
+    np.add.at(summed, inv, vals)
+    keep = summed != 0
+    uniq = uniq[keep]
+    return uniq // n_cols, uniq % n_cols, summed[keep]
+
+
+def _gates(cases: list[LookupCase]) -> tuple[dict[tuple | None, list[int]], dict[tuple, list[int]]]:
+    """(gated, srcs): the lookup rows gated by each gate key, and the source units of each
+    entered (state, source, symbol) — as `build_program` computes them."""
+    srcs: dict[tuple, list[int]] = {}
+    for i, c in enumerate(cases):
+        srcs.setdefault((c.p2, c.op, c.y if c.op in ("push", "replace") else -1), []).append(1 + i)
+        if c.op in ("push", "replace"):
+            srcs.setdefault((c.p2, c.op, -1), []).append(1 + i)
+    gated: dict[tuple | None, list[int]] = {}
+    for i, c in enumerate(cases):
+        key = None if c.source == "start" else (c.p, c.source, c.source_symbol)
+        gated.setdefault(key, []).append(1 + i)
+    return gated, srcs
+
+
+def sparse_entries(cases: list[LookupCase], lay: Layout) -> int:
+    """An upper bound on the stored entries of `build_sparse_program` (S, G, F and U), computed
+    from the lookup cases without building anything: what the memory estimate counts."""
+    C, m, d = len(lay.copies), lay.m, lay.d
+    gated, srcs = _gates(cases)
+    n = 0
+    for key, rows_ in gated.items():
+        gate = [0] if key is None else srcs.get(key, [])
+        n += len(rows_) + len(gate) if len(rows_) > 1 and len(gate) > 1 else len(rows_) * len(gate)
+    n += sum(1 + C * max(1, d) * len(c.tests) for c in cases)   # input and slot tests
+    n += (m * d) * (C * C + 1) * C + d * len(cases) + C * len(cases)  # copies: sources, flags
+    return n
+
+
+@dataclass(frozen=True)
+class SparseProgram:
+    """`Program` with the update A held sparse as A = S + G·F: ``S`` COO triples (rows, cols,
+    values), ``G`` (rows, shared sum, coefficient) — each row reads at most one shared sum —
+    and ``F`` (shared sum, cols): shared sum k is Σ_{j ∈ F_k} u_j. A gate (the units entering
+    a state by one source, read by every lookup unit gated by it) and a copy's flag (the lookup
+    units of its operation, read by every slot unit of the copy) are shared sums: that turns
+    the (rows × columns) blocks of `build_program` into rows + columns entries. ``U`` is the
+    input block as triples; the rest as in `Program`."""
+
+    S: tuple[np.ndarray, np.ndarray, np.ndarray]
+    G: tuple[np.ndarray, np.ndarray, np.ndarray]
+    F: tuple[np.ndarray, np.ndarray]
+    n_shared: int
+    K: int
+    U: tuple[np.ndarray, np.ndarray, np.ndarray]
+    b2: np.ndarray
+    R: np.ndarray
+    r2: np.ndarray
+    u0: np.ndarray
+    layout: Layout
+
+    def row_sums(self) -> np.ndarray:
+        """A·1: each row's sum of coefficients."""
+        H = self.layout.H
+        (sr, _, sv), (gr, gk, gv), (fk, _) = self.S, self.G, self.F
+        size = np.bincount(fk, minlength=self.n_shared).astype(np.int64)
+        out = np.bincount(sr, weights=sv, minlength=H).astype(np.int64)
+        out += np.bincount(gr, weights=gv * size[gk], minlength=H).astype(np.int64)
+        return out
+
+    def row_norm(self) -> int:
+        """W as `_row_norm`: the largest ℓ₁ norm of a row on the hidden units (update and
+        readout). A row's S columns and its shared sum's columns are disjoint (slot units and
+        lookup units), so the norms add."""
+        H = self.layout.H
+        (sr, _, sv), (gr, gk, gv), (fk, _) = self.S, self.G, self.F
+        size = np.bincount(fk, minlength=self.n_shared).astype(np.int64)
+        norm = np.bincount(sr, weights=np.abs(sv), minlength=H)
+        norm += np.bincount(gr, weights=np.abs(gv) * size[gk], minlength=H)
+        return max(1, int(norm.max(initial=0)), int(np.abs(self.R).sum(1).max(initial=0)))
+
+    def dense(self) -> Program:
+        """The same network as a dense `Program` (small networks: for checking)."""
+        H, K = self.layout.H, self.K
+        A = np.zeros((H, H), np.int64)
+        sr, sc, sv = self.S
+        np.add.at(A, (sr, sc), sv)
+        F = np.zeros((self.n_shared, H), np.int64)
+        F[self.F] = 1
+        gr, gk, gv = self.G
+        np.add.at(A, gr, gv[:, None] * F[gk])
+        U = np.zeros((H, K), np.int64)
+        np.add.at(U, self.U[:2], self.U[2])
+        return Program(A, U, self.b2, self.R, self.r2, self.u0, self.layout)
+
+
+def build_sparse_program(cases: list[LookupCase], view: realtime.RealtimeTable, m: int,
+                         empty_stack: bool, transducer: bool) -> SparseProgram:
+    """`build_program`'s integer weights, with the update as A = S + G·F (`SparseProgram`):
+    ``build_sparse_program(...).dense()`` equals ``build_program(...)`` entry for entry (up to
+    the dtype of A)."""
+    G, K = view.G, view.K
+    d = slot_width(G)
+    D = max(1, d)
+    codes = slot_codes(G)
+    lay = Layout(len(cases), _needed_copies(cases), m, d)
+    H, units = lay.H, lay.units
+    limits.check(f"the compact network ({H:,} units)", H, "max_units")
+    sr: list[np.ndarray] = []                                # S triples, in pieces
+    sc: list[np.ndarray] = []
+    sv: list[np.ndarray] = []
+
+    def put(rows: Any, cols: Any, vals: Any) -> None:
+        rows, cols = np.broadcast_arrays(np.asarray(rows, np.int64), np.asarray(cols, np.int64))
+        sr.append(rows.ravel())
+        sc.append(cols.ravel())
+        sv.append(np.broadcast_to(np.asarray(vals, np.int64), rows.shape).ravel())
+
+    g_rows: list[np.ndarray] = []                            # G: row -> (shared sum, coefficient)
+    g_coef: list[np.ndarray] = []
+    g_id: list[np.ndarray] = []
+    f_id: list[np.ndarray] = []                              # F: shared sum -> columns
+    f_cols: list[np.ndarray] = []
+
+    def share(rows: Any, cols: Any, coef: int) -> None:
+        k = len(f_id)
+        rows, cols = np.asarray(rows, np.int64).ravel(), np.asarray(cols, np.int64).ravel()
+        g_rows.append(rows)
+        g_coef.append(np.full(len(rows), coef, np.int64))
+        g_id.append(np.full(len(rows), k, np.int64))
+        f_id.append(np.full(len(cols), k, np.int64))
+        f_cols.append(cols)
+
+    b2 = np.zeros(H, np.int64)
+    b2[0] = -1                                               # start: off after t = 0
+    gated, srcs = _gates(cases)
+    for key, rows_ in gated.items():                         # −D(1 − Σ gate)
+        gate = [0] if key is None else srcs.get(key, [])
+        if len(rows_) > 1 and len(gate) > 1:
+            share(rows_, gate, D)
+        elif gate:
+            put(np.asarray(rows_)[:, None], np.asarray(gate)[None, :], D)
+    u_rows = np.arange(1, 1 + len(cases), dtype=np.int64)
+    u_cols = np.array([c.a for c in cases], np.int64)
+    for i, c in enumerate(cases):
+        row = 1 + i
+        bias2 = 1 - 4 * D                                    # ½, −D(1 − x_a), −D(1 − Σ gate)
+        for t in c.tests:
+            cells = units[:, t.slot, :]                      # (C, d)
+            if t.kind == "equals":
+                sgn = 2 * codes[t.code] - 1
+                put(row, cells, D * np.broadcast_to(sgn, cells.shape))
+                bias2 -= 2 * D * int(codes[t.code].sum())
+            elif t.kind == "empty":
+                put(row, cells, -D)
+            else:
+                put(row, cells, 1)
+                bias2 -= 2
+        b2[row] = bias2
+    L = np.arange(1, 1 + len(cases))
+    op = np.array([c.op for c in cases] or [""], dtype=object)[:len(cases)]
+    flag = {name: L[op == name] for name in ("push", "pop", "noop", "replace")}
+    slots = np.arange(m)
+    for ci, copy in enumerate(lay.copies):
+        rows = units[ci]                                     # (m, d)
+        b2[rows] = -3                                        # z = flag + s_src − 3/2
+        first = 0
+        if copy == "push":                                   # slot 1: the written code
+            w = np.concatenate([flag["push"], flag["replace"]])
+            if w.size:
+                put(rows[0][:, None], w[None, :], codes[np.array([cases[i - 1].y for i in w])].T)
+            b2[rows[0]] = -1
+            first = 1
+        if copy == "keep":
+            if flag["noop"].size:
+                put(rows[0][:, None], flag["noop"][None, :], 1)
+            first = 1
+        fl = {"push": flag["push"], "pop": flag["pop"],
+              "keep": np.concatenate([flag["noop"], flag["replace"]])}[copy]
+        if fl.size and first < m and lay.d:
+            share(rows[first:], fl, 1)
+        src = slots + {"push": -1, "pop": 1, "keep": 0}[copy]
+        ok = (src >= 0) & (src < m)
+        if ok.any():
+            put(rows[ok][:, :, None], units[:, src[ok], :].transpose(1, 2, 0), 1)
+    cat = (lambda parts: np.concatenate(parts) if parts else np.zeros(0, np.int64))
+    S = _coalesce(cat(sr), cat(sc), cat(sv), H)
+    for part in (sr, sc, sv):
+        part.clear()
+    Gt = (cat(g_rows), cat(g_id), cat(g_coef))
+    Ft = (cat(f_id), cat(f_cols))
+    U = (u_rows, u_cols, np.full(len(cases), D, np.int64))
+    R, r2 = _readout(cases, view, H, empty_stack, transducer)
     u0 = np.zeros(H, np.int64)
     u0[0] = 1
-    return Program(A, U, b2, R, r2, u0, lay)
+    return SparseProgram(S, Gt, Ft, len(f_id), K, U, b2, R, r2, u0, lay)
 
 
 def _narrow(biggest: int) -> np.dtype:
@@ -474,18 +706,30 @@ def estimate_bytes(H: int, lstm: bool, n_in: int, n_out: int) -> int:
 
 
 def compile_compact(machine: BoundedPDA, target: str = "elman",
-                    dtype: torch.dtype = torch.float32, scale: Any = None) -> CompiledNetwork:
+                    dtype: torch.dtype = torch.float32, scale: Any = None,
+                    sparse: bool | None = None) -> CompiledNetwork:
     """A depth-bounded real-time DPDA/DPDT (``machine.bounded(m)``) → Elman RNN (``target``
     "elman") or LSTM ("lstm") with |L| + 1 + C·m·d units (see the module docstring).
 
     Readout: a recogniser's one logit (> 0: accept; final-state or empty-stack acceptance, as the
     machine says); a transducer's |Out| + 1 logits (argmax; the last is "no output").
-    ``scale`` (β) overrides the β of the margin argument. CompileError for a machine with
-    ε-moves or a move that is not noop/push/pop/replace; ResourceError before allocating a
-    network over `pdanet.limits`."""
+    ``scale`` (β) overrides the β of the margin argument. ``sparse``: True loads the network
+    into a `SparseRecurrentNet` (the same units and recurrence, W_hh = S + G·F from
+    `build_sparse_program`; float32 or float64 only), False into the dense `RecurrentNet`;
+    None (default) chooses sparse exactly when the dense build's memory estimate
+    (`estimate_bytes`) is over `pdanet.limits`' ``max_bytes`` and the dtype is float32 or
+    float64 (pass ``sparse=True`` for the sparse form of a network that would fit dense: its
+    entries grow as |L|·|gate| + C²·m·d rather than H², so it compiles and runs much faster
+    once H is in the thousands). Every estimate is made before
+    anything is allocated. ``net.info["sparse"]`` says which was built. CompileError for a
+    machine with ε-moves or a move that is not noop/push/pop/replace; ResourceError before
+    allocating a network over `pdanet.limits`; InputError for ``sparse`` not a bool or None, or
+    a sparse network in a half-precision dtype."""
     view = _check(machine)
     if target not in ("elman", "lstm"):
         raise InputError(f"target must be 'elman' or 'lstm', got {target!r}")
+    if sparse is not None and not isinstance(sparse, (bool, np.bool_)):
+        raise InputError(f"sparse={sparse!r} must be True, False or None (automatic)")
     inner = machine.machine
     m = machine.m
     transducer = isinstance(inner, DPDT)
@@ -498,19 +742,35 @@ def compile_compact(machine: BoundedPDA, target: str = "elman",
     lstm = target == "lstm"
     what = f"compiling {machine!r} to {target}/compact ({H:,} units)"
     limits.check(what, H, "max_units", hint="lower the depth bound m")
-    limits.check(what, estimate_bytes(H, lstm, view.K, max(1, view.n_out)), "max_bytes",
-                 hint="lower the depth bound m")
-    prog = build_program(cases, view, m, empty_stack, transducer)
-    W = _row_norm(prog)
-    eps = sp.Rational(1, 4 * W)
-    ones = np.ones(H, np.int64)
-    A = prog.A if H * H > 1 << 24 else prog.A.astype(np.int64)   # narrow only when large
-    A1 = np.zeros(H, np.int64)
-    for i in range(0, H, 4096):
-        A1[i:i + 4096] = A[i:i + 4096].sum(1, dtype=np.int64)
     K = view.K
-    emb = ExactWeight(np.eye(K, dtype=np.int64), 1, False)
-    n_logits = prog.R.shape[0]
+    dense_bytes = estimate_bytes(H, lstm, K, max(1, view.n_out))
+    if sparse is None:
+        sparse = (dense_bytes > limits.current().max_bytes
+                  and dtype in (torch.float32, torch.float64))
+    sparse = bool(sparse)
+    if sparse:
+        if dtype not in (torch.float32, torch.float64):
+            raise InputError(f"a sparse compact network runs in float32 or float64, not "
+                             f"{str(dtype).replace('torch.', '')}: pass dtype='float32' (or "
+                             "sparse=False for a small network)")
+        limits.check(what + " in sparse form",
+                     estimate_sparse_bytes(cases, lay, lstm, K, max(1, view.n_out)),
+                     "max_bytes", hint="lower the depth bound m")
+        sprog = build_sparse_program(cases, view, m, empty_stack, transducer)
+        W = sprog.row_norm()
+        A1 = sprog.row_sums()
+        n_logits = sprog.R.shape[0]
+    else:
+        limits.check(what, dense_bytes, "max_bytes",
+                     hint="lower the depth bound m, or pass sparse=True")
+        prog = build_program(cases, view, m, empty_stack, transducer)
+        W = _row_norm(prog)
+        A = prog.A if H * H > 1 << 24 else prog.A.astype(np.int64)   # narrow only when large
+        A1 = np.zeros(H, np.int64)
+        for i in range(0, H, 4096):
+            A1[i:i + 4096] = A[i:i + 4096].sum(1, dtype=np.int64)
+        n_logits = prog.R.shape[0]
+    eps = sp.Rational(1, 4 * W)
     if not lstm:
         beta = _beta_for(eps)
         argument = (
@@ -521,15 +781,6 @@ def compile_compact(machine: BoundedPDA, target: str = "elman",
             f"σ(−β/4) of its ideal; σ(−β/4) ≤ ε iff β ≥ 4 ln(4W − 1) = "
             f"{sp.N(4 * sp.log(4 * W - 1), 8)}; β = {beta}. Every logit β(z) keeps its sign with "
             f"|logit| ≥ β/4: margin ¼.")
-        blocks = RecurrentBlocks(
-            embedding=emb,
-            weight_ih=ExactWeight(prog.U, 2, True),
-            weight_hh=ExactWeight(A, 4, True),
-            bias_ih=ExactWeight(A1 + prog.b2, 4, True),
-            bias_hh=ExactWeight(np.zeros(H, np.int64), 1, True),
-            h0=ExactWeight(2 * prog.u0 - 1, 1, False),
-            readout_weight=ExactWeight(prog.R, 2, True),
-            readout_bias=ExactWeight(prog.R @ ones + prog.r2, 2, True))
         rho = None
     else:
         rho, dk = _rho(eps)
@@ -545,34 +796,16 @@ def compile_compact(machine: BoundedPDA, target: str = "elman",
             f"within ρ·3δ + |ρ tanh 1 − 1|/2 ≤ 4δ + {sp.N(dk / 2, 3)} ≤ ε when δ ≤ "
             f"{sp.N(delta, 6)}: β ≥ 4 ln((1 − δ)/δ); β = {beta}. Logits keep |logit| ≥ β/4: "
             f"margin ¼.")
-        rn, rd = rho.numerator, rho.denominator
-        Wih = np.zeros((4 * H, K), np.int64)
-        Wih[2 * H:3 * H] = 2 * rd * prog.U                   # g rows: U/2 over 4·rd
-        Whh = np.zeros((4 * H, H), dtype=np.int64 if 4 * H * H <= 1 << 24 else
-                       _narrow(int(np.abs(A).max(initial=0)) * rn))
-        Whh[2 * H:3 * H] = A
-        Whh[2 * H:3 * H] *= rn                               # g rows: ρA/4 over 4·rd
-        bias = np.zeros(4 * H, np.int64)
-        bias[:H] = 4 * rd                                    # i: +β
-        bias[H:2 * H] = -4 * rd                              # f: −β
-        bias[3 * H:] = 4 * rd                                # o: +β
-        bias[2 * H:3 * H] = rd * (A1 + prog.b2)
-        h0 = [Fraction(int(2 * v - 1) * rd, rn) for v in prog.u0]   # ±1/ρ: u0 exact
-        blocks = RecurrentBlocks(
-            embedding=emb,
-            weight_ih=ExactWeight(Wih, 4 * rd, True),
-            weight_hh=ExactWeight(Whh, 4 * rd, True),
-            bias_ih=ExactWeight(bias, 4 * rd, True),
-            bias_hh=ExactWeight(np.zeros(4 * H, np.int64), 1, True),
-            h0=ExactWeight.of(h0, scaled=False),
-            c0=ExactWeight(2 * prog.u0 - 1, 1, False),
-            readout_weight=ExactWeight(rn * prog.R, 2 * rd, True),
-            readout_bias=ExactWeight(prog.R @ ones + prog.r2, 2, True))
+    if sparse:
+        weights = _sparse_weights(sprog, A1, lstm, rho, K)
+    else:
+        weights = recurrent_state_dict(_dense_blocks(prog, A, A1, lstm, rho, K))
     if scale is not None:
         beta = as_scale(scale)
         argument += f" Overridden: β = {beta} (the guarantee above needs the β it names)."
-    weights = recurrent_state_dict(blocks)
-    module = _load(weights, beta, dtype, "rnn" if not lstm else "lstm", K, H, n_logits)
+    cell = "lstm" if lstm else "rnn"
+    module = (_load_sparse(weights, beta, dtype, cell, K, H, n_logits, sprog.n_shared) if sparse
+              else _load(weights, beta, dtype, cell, K, H, n_logits))
     labels = _labels(cases, lay, inner, view) if H <= MAX_LABELS else ()
     abstraction = CompactSlots(
         labels=labels, cell="lstm" if lstm else "rnn", slots=m, slot_width=d, start=0,
@@ -587,10 +820,144 @@ def compile_compact(machine: BoundedPDA, target: str = "elman",
         bound=BOUND, params=params, weights=weights, scale=beta,
         decoder=CompactDecoder(lay, cases, view.q0, view.G),
         reader=_reader(transducer), margin=sp.Rational(1, 4), scale_argument=argument,
-        abstraction=abstraction, info={"W": W, **floor_info(machine, view)})
+        abstraction=abstraction,
+        info={"W": W, "sparse": sparse, **floor_info(machine, view),
+              # a run's working memory per (row, step) position, which sizes verify's calls
+              "position_bytes": limits.position_bytes(H, cell, n_logits)})
     if net.bound_value != H:
         raise AssertionError(f"compact: {H} units but the bound gives {net.bound_value}")
     return net
+
+
+def _dense_blocks(prog: Program, A: np.ndarray, A1: np.ndarray, lstm: bool, rho: Any, K: int
+                  ) -> RecurrentBlocks:
+    """`RecurrentNet`'s exact blocks of a dense `Program` (A: its update, maybe narrow; A1: A·1;
+    ρ ≈ 1/tanh 1 for the LSTM)."""
+    H = prog.layout.H
+    ones = np.ones(H, np.int64)
+    emb = ExactWeight(np.eye(K, dtype=np.int64), 1, False)
+    if not lstm:
+        return RecurrentBlocks(
+            embedding=emb,
+            weight_ih=ExactWeight(prog.U, 2, True),
+            weight_hh=ExactWeight(A, 4, True),
+            bias_ih=ExactWeight(A1 + prog.b2, 4, True),
+            bias_hh=ExactWeight(np.zeros(H, np.int64), 1, True),
+            h0=ExactWeight(2 * prog.u0 - 1, 1, False),
+            readout_weight=ExactWeight(prog.R, 2, True),
+            readout_bias=ExactWeight(prog.R @ ones + prog.r2, 2, True))
+    rn, rd = rho.numerator, rho.denominator
+    Wih = np.zeros((4 * H, K), np.int64)
+    Wih[2 * H:3 * H] = 2 * rd * prog.U                   # g rows: U/2 over 4·rd
+    Whh = np.zeros((4 * H, H), dtype=np.int64 if 4 * H * H <= 1 << 24 else
+                   _narrow(int(np.abs(A).max(initial=0)) * rn))
+    Whh[2 * H:3 * H] = A
+    Whh[2 * H:3 * H] *= rn                               # g rows: ρA/4 over 4·rd
+    bias = np.zeros(4 * H, np.int64)
+    bias[:H] = 4 * rd                                    # i: +β
+    bias[H:2 * H] = -4 * rd                              # f: −β
+    bias[3 * H:] = 4 * rd                                # o: +β
+    bias[2 * H:3 * H] = rd * (A1 + prog.b2)
+    h0 = [Fraction(int(2 * v - 1) * rd, rn) for v in prog.u0]   # ±1/ρ: u0 exact
+    return RecurrentBlocks(
+        embedding=emb,
+        weight_ih=ExactWeight(Wih, 4 * rd, True),
+        weight_hh=ExactWeight(Whh, 4 * rd, True),
+        bias_ih=ExactWeight(bias, 4 * rd, True),
+        bias_hh=ExactWeight(np.zeros(4 * H, np.int64), 1, True),
+        h0=ExactWeight.of(h0, scaled=False),
+        c0=ExactWeight(2 * prog.u0 - 1, 1, False),
+        readout_weight=ExactWeight(rn * prog.R, 2 * rd, True),
+        readout_bias=ExactWeight(prog.R @ ones + prog.r2, 2, True))
+
+
+@dataclass(frozen=True)
+class IndexBlock(ExactWeight):
+    """The (2, nnz) int64 (row, column) indices of a sparse block of a `SparseRecurrentNet`: a
+    state-dict entry that is no weight, so `to_float` gives the indices unchanged (int64, for any
+    β and dtype) and `CompiledNetwork.float_weights` / ``with_scale`` carry them along."""
+
+    def to_float(self, beta: Any, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        return torch.as_tensor(np.asarray(self.numer, np.int64))
+
+
+def _sparse_weights(prog: SparseProgram, A1: np.ndarray, lstm: bool, rho: Any, K: int
+                    ) -> dict[str, ExactWeight]:
+    """`SparseRecurrentNet`'s exact weights (state-dict keys) of a `SparseProgram`: the blocks
+    of `_dense_blocks`, with W_ih and W_hh = S + G·F as values and `IndexBlock` indices (for the
+    LSTM only the g rows, 2H..3H, are nonzero)."""
+    H = prog.layout.H
+    ones = np.ones(H, np.int64)
+    (sr, sc, sv), (gr, gk, gv), (fk, fc), (ur, uc, uv) = prog.S, prog.G, prog.F, prog.U
+    if not lstm:
+        off, den, num, uden = 0, 4, 1, 2                     # W_hh = βA/4, W_ih = βU/2 (Elman)
+    else:
+        rn, rd = rho.numerator, rho.denominator
+        off, den, num, uden = 2 * H, 4 * rd, rn, 4 * rd      # g rows: ρβA/4, βU/2 over 4·rd
+
+    def values(vals: np.ndarray, denom: int, scaled: bool) -> ExactWeight:
+        return ExactWeight(np.asarray(vals, np.int64), denom, scaled)
+
+    def index(rows: np.ndarray, cols: np.ndarray) -> IndexBlock:
+        return IndexBlock(np.stack([rows, cols]).astype(np.int64), 1, False)
+
+    if not lstm:
+        bias = A1 + prog.b2                                  # over 4, times β
+        h0 = ExactWeight(2 * prog.u0 - 1, 1, False)
+        readout = ExactWeight(prog.R, 2, True)
+        u_num, c0 = uv, None
+    else:
+        bias = np.zeros(4 * H, np.int64)                     # over 4·rd, times β
+        bias[:H] = 4 * rd                                    # i: +β
+        bias[H:2 * H] = -4 * rd                              # f: −β
+        bias[3 * H:] = 4 * rd                                # o: +β
+        bias[2 * H:3 * H] = rd * (A1 + prog.b2)
+        h0 = ExactWeight.of([Fraction(int(2 * v - 1) * rd, rn) for v in prog.u0],
+                            scaled=False)                    # ±1/ρ: u0 exact
+        c0 = ExactWeight(2 * prog.u0 - 1, 1, False)
+        readout = ExactWeight(rn * prog.R, 2 * rd, True)
+        u_num = 2 * rd * uv
+    return sparse_state_dict(SparseBlocks(
+        embedding=ExactWeight(np.eye(K, dtype=np.int64), 1, False),
+        weight_ih_values=values(u_num, uden, True), weight_ih_indices=index(ur + off, uc),
+        weight_hh_values=values(num * sv, den, True), weight_hh_indices=index(sr + off, sc),
+        share_out_values=values(num * gv, den, True), share_out_indices=index(gr + off, gk),
+        share_in_values=values(np.ones(len(fk), np.int64), 1, False),
+        share_in_indices=index(fk, fc),
+        bias_ih=ExactWeight(bias, den, True),
+        bias_hh=ExactWeight(np.zeros(len(bias), np.int64), 1, True),
+        h0=h0, c0=c0, readout_weight=readout,
+        readout_bias=ExactWeight(prog.R @ ones + prog.r2, 2, True)))
+
+
+def estimate_sparse_bytes(cases: list[LookupCase], lay: Layout, lstm: bool, n_in: int,
+                          n_out: int) -> int:
+    """Working memory of a sparse build: 160 bytes per stored entry (`sparse_entries`: the
+    triples as built, coalesced and sorted, the exact integer values and indices, the float
+    values and the CSR copies a run makes) and 64 bytes per recurrence row and unit (biases,
+    row sums, initial state, decoder), plus the embedding and readout (16 bytes an entry)."""
+    rows = (4 if lstm else 1) * lay.H
+    return (160 * sparse_entries(cases, lay) + 64 * (rows + lay.H)
+            + 16 * (n_in * n_in + (n_out + 1) * lay.H))
+
+
+def _load_sparse(weights: dict[str, ExactWeight], beta: Any, dtype: torch.dtype, cell: str,
+                 K: int, H: int, n_logits: int, n_shared: int) -> SparseRecurrentNet:
+    """The float `SparseRecurrentNet`: its indices from the `IndexBlock`s, every value
+    ``w.to_float(beta, dtype)`` written in place (`_fill`)."""
+    blocks = sparse_blocks(weights)
+    indices = {name: getattr(blocks, f"{name}_indices").numer for name in SPARSE_BLOCKS}
+    module = SparseRecurrentNet(cell, K, K, H, n_logits, n_shared, indices).to(dtype)
+    state = module.state_dict(keep_vars=True)
+    if set(state) != set(weights):
+        raise CompileError(f"exact weights do not cover the module: missing "
+                           f"{sorted(set(state) - set(weights))}, extra "
+                           f"{sorted(set(weights) - set(state))}")
+    with torch.no_grad():
+        for name, w in weights.items():
+            if not isinstance(w, IndexBlock):
+                _fill(state[name], w, beta, dtype, name)
+    return module
 
 
 def _load(weights: dict[str, ExactWeight], beta: Any, dtype: torch.dtype, cell: str, K: int,
@@ -770,15 +1137,17 @@ class CompactDecoder:
 
 
 def compile_compact_elman(machine: BoundedPDA, dtype: torch.dtype = torch.float32,
-                          scale: Any = None) -> CompiledNetwork:
+                          scale: Any = None, sparse: bool | None = None
+                          ) -> CompiledNetwork:
     """`compile_compact` to an Elman RNN."""
-    return compile_compact(machine, "elman", dtype, scale)
+    return compile_compact(machine, "elman", dtype, scale, sparse)
 
 
 def compile_compact_lstm(machine: BoundedPDA, dtype: torch.dtype = torch.float32,
-                         scale: Any = None) -> CompiledNetwork:
+                         scale: Any = None, sparse: bool | None = None
+                         ) -> CompiledNetwork:
     """`compile_compact` to an LSTM (saturated Elman units in LSTM cells)."""
-    return compile_compact(machine, "lstm", dtype, scale)
+    return compile_compact(machine, "lstm", dtype, scale, sparse)
 
 
 @dataclass(frozen=True)
@@ -863,7 +1232,8 @@ def compile_minsky_lstm(machine: BoundedPDA, dtype: torch.dtype = torch.float32,
     return _minsky(machine, compile_lstm, dtype, scale=scale)
 
 
-__all__ = ["BOUND", "CompactDecoder", "ConfigDecoder", "Layout", "Program", "build_program", "compile_compact",
+__all__ = ["BOUND", "CompactDecoder", "ConfigDecoder", "IndexBlock", "Layout", "Program",
+           "SparseProgram", "build_program", "build_sparse_program", "compile_compact",
            "compile_compact_elman", "compile_compact_lstm", "compile_minsky_elman",
-           "compile_minsky_lstm", "estimate_bytes", "floor_info", "lookup_cases", "requires",
-           "slot_codes", "slot_width"]
+           "compile_minsky_lstm", "estimate_bytes", "estimate_sparse_bytes", "floor_info",
+           "lookup_cases", "requires", "slot_codes", "slot_width", "sparse_entries"]
