@@ -26,7 +26,8 @@ nondeterministic-stack-rnn at tag ``iclr2022`` (the RNS-RNN paper's code: our
 ``bottom="paper"``, the default) and at ``main`` (their 2023 code with its bottom-symbol change:
 our ``bottom="reachable"``), on identical random log actions (float32; ``--peer-dtype float64``
 for the exactness check), RNS reading, D = 10, B = 8: median ms of the forward (no gradients)
-and of forward+backward (the loss Σ readings·w), the ratio theirs / ours, and the largest
+and of forward+backward (the loss Σ readings·w), the ratio theirs / ours (the median over
+rounds of the ratio within a round: the four calls of a round run in turn), and the largest
 |reading| and |gradient| differences. The peers are looked for under ``--peers DIR`` (default
 /tmp/peers): ``DIR/ns-iclr2022/src`` and ``DIR/nondeterministic-stack-rnn/src`` (archives of
 those revisions), with torch_semiring_einsum (and its pynvml import) importable or under
@@ -34,6 +35,7 @@ those revisions), with torch_semiring_einsum (and its pynvml import) importable 
 
 Run: OMP_NUM_THREADS=1 python benchmarks/bench_ns.py [--threads N] [--rounds R]
      [--part all|unlimited|windowed|peers] [--device cuda] [--peers DIR]
+     [--peer all|iclr2022|2023] [--peer-dtype float32|float64]
 """
 
 from __future__ import annotations
@@ -244,8 +246,10 @@ def load_peer(peers: str, name: str):
 
 
 def peers(peers_dir: str, device: str, rounds: int, dtype: torch.dtype, D: int = 10,
-          B: int = 8) -> None:
+          B: int = 8, only: str = "all") -> None:
     for name, (folder, tag, bottom) in PEERS.items():
+        if only not in ("all", name):
+            continue
         print(f"windowed stack against the authors' ({tag}: LimitedNondeterministicStack, ours "
               f"with bottom={bottom!r}), D = {D}, B = {B}, {str(dtype)[6:]}, RNS reading, "
               f"median ms over {rounds} rounds, x = theirs / ours")
@@ -284,11 +288,15 @@ def peers(peers_dir: str, device: str, rounds: int, dtype: torch.dtype, D: int =
             diff = (ours_f() - theirs_f()).abs().max().item()
             gdiff = (ours_fb() - theirs_fb()).abs().max().item()
             cases = {"of": ours_f, "tf": theirs_f, "ob": ours_fb, "tb": theirs_fb}
-            med = {k: 1e3 * statistics.median(v)
-                   for k, v in interleaved(cases, device, rounds).items()}
+            times = interleaved(cases, device, rounds)
+            med = {k: 1e3 * statistics.median(v) for k, v in times.items()}
+            # x: the median over rounds of theirs / ours within a round (the two ran moments
+            # apart, so that a shared machine's load changes both alike)
+            xf, xb = (statistics.median(a / b for a, b in zip(times["t" + k], times["o" + k]))
+                      for k in "fb")
             print(f"{Q:>2} {G:>2} {T:>5} {med['of']:9.1f} {med['tf']:11.1f} "
-                  f"{med['tf'] / med['of']:6.1f} {med['ob']:9.1f} {med['tb']:11.1f} "
-                  f"{med['tb'] / med['ob']:6.1f} {diff:16.2e} {gdiff:13.2e}", flush=True)
+                  f"{xf:6.1f} {med['ob']:9.1f} {med['tb']:11.1f} "
+                  f"{xb:6.1f} {diff:16.2e} {gdiff:13.2e}", flush=True)
 
 
 def main() -> None:
@@ -299,6 +307,8 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--peers", default="/tmp/peers", help="where the authors' code lies")
     ap.add_argument("--peer-dtype", choices=("float32", "float64"), default="float32")
+    ap.add_argument("--peer", choices=("all",) + tuple(PEERS), default="all",
+                    help="which of the authors' revisions to run against")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     B = 8
@@ -309,7 +319,8 @@ def main() -> None:
     if args.part in ("all", "windowed"):
         windowed(B, args.device, args.rounds)
     if args.part in ("all", "peers"):
-        peers(args.peers, args.device, args.rounds, getattr(torch, args.peer_dtype))
+        peers(args.peers, args.device, args.rounds, getattr(torch, args.peer_dtype),
+              only=args.peer)
 
 
 if __name__ == "__main__":

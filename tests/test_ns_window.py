@@ -4,6 +4,8 @@ gradient, and the denormal mode it restores."""
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pdanet.constructions.stacks.ns import NondeterministicStack
 from pdanet.constructions.stacks.ns_window import Band, flush_denormals
@@ -191,3 +193,67 @@ def test_paper_without_gradients_two_segments_take_turns():
     with torch.no_grad():
         fd = (loss(net(la + 1e-6 * v)) - loss(net(la - 1e-6 * v))) / 2e-6
     assert torch.isclose((x.grad * v).sum(), fd, rtol=1e-6)
+
+
+# ---- the paper's equations in linear scale (one frame per window) ------------------------------
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 2), st.integers(2, 3), st.integers(1, 6), st.integers(0, 9),
+       st.sampled_from(["paper", "reachable"]), st.integers(0, 2 ** 31 - 1))
+def test_paper_windows_equal_the_literal_equations_to_1e12(Q, G, D, T, bottom, seed):
+    """Random sizes, windows and lengths (T = 0 included), actions with −inf entries: log α,
+    reading, log Σα and their gradients of the windowed stack equal `reference_ns` computed cell
+    by cell in float64 to 1e-12 (relative where the values are large)."""
+    rng = np.random.default_rng(seed)
+    la = 2 * rng.normal(size=(2, T, Q, G, Q, 2 * G + 1))
+    la[rng.random(la.shape) < 0.3] = -np.inf
+    x = torch.tensor(la, requires_grad=True)
+    y = torch.tensor(la, requires_grad=True)
+    got = NondeterministicStack(Q, G, window=D, bottom=bottom)(x)
+    ref = reference_ns(y, window=D, bottom=bottom)
+    fin = torch.isfinite(ref["log_norm"])
+    assert torch.equal(torch.isfinite(got.log_norm), fin)
+    assert torch.equal(torch.isfinite(got.log_alpha), ref["alpha"] > 0)
+    assert torch.allclose(got.reading, ref["reading"], rtol=1e-12, atol=1e-12)
+    assert torch.allclose(got.log_norm[fin], ref["log_norm"][fin], rtol=1e-12, atol=1e-12)
+    if T:                                           # (T = 0: nothing depends on the actions)
+        w = torch.tensor(rng.random(tuple(got.reading.shape)))
+        ((got.reading * w).sum() + torch.where(fin, got.log_norm, 0.0).sum()).backward()
+        ((ref["reading"] * w).sum() + torch.where(fin, ref["log_norm"], 0.0).sum()).backward()
+        assert torch.allclose(x.grad, y.grad, rtol=1e-12, atol=1e-12)
+    with torch.no_grad():
+        light = NondeterministicStack(Q, G, window=D, bottom=bottom)(x.detach())
+    assert torch.equal(light.log_alpha, got.log_alpha.detach())
+
+
+def test_paper_float32_long_string_against_float64():
+    """T = 300, D = 10, log actions of spread 6 (α falls and rises by many nats within a
+    window): float32 (the window rescaled to a largest entry of 1 every step, denormals
+    flushed) is finite exactly where float64 is and within float32 rounding of it."""
+    rng = np.random.default_rng(6)
+    la = 6 * rng.normal(size=(2, 300, 2, 3, 2, 7))
+    net = NondeterministicStack(2, 3, window=10)
+    with torch.no_grad():
+        lo = net(torch.tensor(la, dtype=torch.float32))
+        hi = net(torch.tensor(la))
+    fin = torch.isfinite(hi.log_alpha)
+    assert torch.equal(torch.isfinite(lo.log_alpha), fin)
+    assert torch.allclose(lo.log_alpha[fin].double(), hi.log_alpha[fin], rtol=1e-5, atol=2e-2)
+    assert torch.allclose(lo.reading.double(), hi.reading, atol=1e-4)
+
+
+def test_paper_all_zero_columns_give_minus_infinity_not_nan():
+    """Only a push of symbol 1 from (q0, ⊥) at step 1, nothing after: every later column of
+    the chart is zero (its scale is the floor, the smallest normal number); log α is −inf from
+    step 2 on, with finite gradients and no NaN."""
+    T, Q, G = 6, 2, 3
+    la = torch.full((1, T, Q, G, Q, 2 * G + 1), float("-inf"), dtype=torch.float64)
+    la[0, 0, 0, 0, 0, 1] = 0.0
+    la.requires_grad_()
+    res = NondeterministicStack(Q, G, window=3)(la)
+    assert not torch.isnan(res.log_alpha).any()
+    assert torch.isfinite(res.log_alpha[0, 1, 0, 1])
+    assert torch.isinf(res.log_alpha[0, 2:]).all()
+    res.log_norm[:, 1].sum().backward()
+    assert torch.isfinite(la.grad).all()

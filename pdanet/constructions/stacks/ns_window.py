@@ -14,37 +14,47 @@ Quantities (scaled as in `pdanet.constructions.stacks.ns`; per step t = 1..T):
 
 - the column E[·→t] (rows i = t−D..t−1) is the (B, D·QG, QG) [b][i, q, x][r, y] view
   `Band.matrix` of the current band segment M (`Band`): it is computed as a contiguous C and
-  written there divided by its scale, and the next steps read it (and the older columns) from
-  M; rows i < 0 are zero rows, so the first steps have the same shapes as the rest;
-- v[t] = log α[t] − P[t] is ``Vbuf[:, t + D]`` (B, QG), with −inf for t < 0 (each step has one
-  more entry, a finite floor, so that a window's shift w is finite even when all its v are
-  −inf); ``Abuf[t]`` the α-sum before its log (for the gradient of log at 0); ``S[t−1]`` the
-  column scale s.
+  written there divided by its scale s, and the next steps read it (and the older columns)
+  from M; rows i < 0 are zero rows, so the first steps have the same shapes as the rest;
+- v[t] = log α[t] − P[t] (B, QG), the output; ``S[t−1]`` the column scale s.
 
 Per step (Eqs. 2 and 4, with push | replace | pop actions already exponentiated and shifted):
   X[k] = E[k→t−1]·pop                             (k = t−D+1..t−2: one product with E[·→t−1])
   C    = [E[i→k] for k = t−D+1..t−1 | I] · [X⊕ | replace | push]       (`Band.step_matrix`)
        = [rep + pop, rep, push],  s = max C,  E[·→t] = C / s
-  α    = Σ_i e^{v[i]−w} E[i→t],  v[t] = log α + w                (tops y ≠ ⊥)
-  α⊥   = Σ_k e^{v[k]_⊥−w⊥} [X[k]_{y=⊥}, bottom] / s,  v[t]_⊥ = log α⊥ + w⊥   (the bottom level)
 The first line of C is one matrix product per batch element for Eq. 2 as a whole: its left
 factor is the band window of rows t−D..t−1 and columns t−D+1..t (zero where k ≤ i, and the
 column t not yet written: zeros, with the identity that each segment puts at (t−1 → t) before
 its steps), its right factor stacks X⊕ (X laid out block-diagonally in the top: rows (k, u, y'),
 columns (r, y), zero unless y' = y, so that the pop term of every top is in the same product),
 the replace matrix (k = t−1: the replace term) and the push matrix (through the identity: row
-t−1). w is the largest of v[t−1−D..t−1] and w⊥ the largest of their ⊥ entries (the bottom
-level can lie far below the rest, further than the dtype's range). The α⊥ line is the
-"extended" bottom convention of `pdanet.constructions.stacks.ns`; under the paper's equations
-(``paper``, also used for "reachable") ⊥ is an ordinary top, α = Σ_i e^{v[i]−w} E[i→t] for
-every y including ⊥, and the forward and backward passes skip the bottom-level terms. s, w
-and w⊥ are constants for autograd (the result does not depend on them; a column that is all
-zero gets s = 1 under "extended", where α⊥ is divided by s, and the smallest normal number
-otherwise), so the hand-written gradient is that of the plain recurrence. The backward pass
-keeps the gradient of the chart in two band segments that take turns (the replace and pop
-terms add to the columns they read there) and the gradient of X in the loop, and reads each
-column back from its segment. The forward pass runs about 13 small ops per step, with every
-per-step view made before the loop in one call.
+t−1). s is a constant for autograd (the result does not depend on it), so the hand-written
+gradient is that of the plain recurrence.
+
+Eq. 4 under the paper's equations (``paper``, also used for "reachable": ⊥ is an ordinary top)
+runs in linear scale: A[i] = e^{v[i] − F} for the D entries of the window, all in one frame F,
+  A[t] = Σ_i A[i] E[i→t],  m = max(A[t−D+1..t], tiny),  A[t−D+1..t] /= m,  F += log m
+(3 ops: the product, the max and the rescale of the window in place), so that the window's
+largest entry is 1 after every step, as the log-domain shift by the window's largest v would
+make it; v[i] = log A[i] + F at the last rescale that covered entry i (step i + D − 1), all
+at once after the loop. The pop term's X⊕ is (E[·→t−1] · pop ⊗ 1) ⊙ [y' = y] (a product and a
+mask, written whole into the step's operand), and C has one more column, zero but for `tiny`
+in the push rows, so that s = max C is at least the smallest normal number without a clamp
+(a column that is all zero). About 9 ops per step, with every per-step view made in one call
+per segment.
+
+Under the "extended" bottom convention of `pdanet.constructions.stacks.ns` the loop stays in
+the log domain, v[t] = log α + w with w the largest of v[t−1−D..t−1] (each step has one more
+entry there, a finite floor, so that w is finite even when all its v are −inf), and the bottom
+level has its own shift:
+  α    = Σ_i e^{v[i]−w} E[i→t],  v[t] = log α + w                (tops y ≠ ⊥)
+  α⊥   = Σ_k e^{v[k]_⊥−w⊥} [X[k]_{y=⊥}, bottom] / s,  v[t]_⊥ = log α⊥ + w⊥   (the bottom level)
+with w⊥ the largest of the window's ⊥ entries (the bottom level can lie far below the rest,
+further than the dtype's range); a column that is all zero gets s = 1 there (α⊥ is divided by
+s). The backward pass reads v, the shifts w (under ``paper``: the frames F) and the α-sums
+before the log; it keeps the gradient of the chart in two band segments that take turns (the
+replace and pop terms add to the columns they read there) and the gradient of X in the loop,
+and reads each column back from its segment.
 
 Both loops run with denormal numbers flushed to zero on the calling thread (restored after):
 products of many probabilities drift into the denormal range, where each arithmetic op is
@@ -52,6 +62,14 @@ products of many probabilities drift into the denormal range, where each arithme
 one's. Values below the dtype's smallest normal number (~1.2e-38 in float32) become zeros: in
 the chart these are entries ~e^-87 below their column's maximum of 1, which the module's
 documented range drops anyway; in the gradient, contributions that small.
+
+Range of the linear-scale loop (``paper``): an entry A[i] is divided by the D − 1 rescales after
+it, each at most D·QG (the largest column sum of E ≤ 1), so it stays a normal number while its
+true α is within e^-87 (float32; e^-708 in float64) of the window's largest. Beyond that — only
+possible when (D − 1)·ln(D·QG) exceeds that range, i.e. not at D = 10 with QG ≤ 60 — the
+returned log α[i] is −inf where the log-domain loop gives a finite value more than e^87 below
+the window's largest: the readings, which weigh each entry by its α, differ only below the
+dtype's resolution; the gradient stays finite (tested).
 """
 
 from __future__ import annotations
@@ -166,24 +184,29 @@ class Band:
         return M.as_strided((self.B, m, m), (self.rho, self.row, 1),
                             self._offset(t - self.D, t - self.D + 1))
 
-    def matrices(self, M: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """`matrix`(M, t) for t = 0..S (one call that makes all the views)."""
-        QG = self.Q * self.G
-        return M.as_strided((self.S + 1, self.B, self.D * QG, QG),
+    def matrices(self, M: torch.Tensor, k: int | None = None) -> tuple[torch.Tensor, ...]:
+        """`matrix`(M, t) for t = 0..k (default k = S; one call that makes all the views)."""
+        QG, k = self.Q * self.G, self.S if k is None else k
+        return M.as_strided((k + 1, self.B, self.D * QG, QG),
                             (self.block, self.rho, self.row, 1), self._offset(-self.D, 0)).unbind(0)
 
-    def step_matrices(self, M: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """`step_matrix`(M, t) for t = 1..S (one call that makes all the views)."""
-        m = self.D * self.Q * self.G
-        return M.as_strided((self.S, self.B, m, m), (self.block, self.rho, self.row, 1),
+    def step_matrices(self, M: torch.Tensor, k: int | None = None) -> tuple[torch.Tensor, ...]:
+        """`step_matrix`(M, t) for t = 1..k (default k = S; one call that makes all the
+        views)."""
+        m, k = self.D * self.Q * self.G, self.S if k is None else k
+        return M.as_strided((k, self.B, m, m), (self.block, self.rho, self.row, 1),
                             self._offset(1 - self.D, 2 - self.D)).unbind(0)
 
-    def identities(self, M: torch.Tensor) -> torch.Tensor:
-        """The diagonal entries (i → i+1)[q, x → q, x] of rows i = 0..S−1 as an (S, B, QG)
-        view of M."""
-        QG = self.Q * self.G
-        return M.as_strided((self.S, self.B, QG), (self.block, self.rho, self.row + 1),
+    def identities(self, M: torch.Tensor, k: int | None = None) -> torch.Tensor:
+        """The diagonal entries (i → i+1)[q, x → q, x] of rows i = 0..k−1 (default k = S) as a
+        (k, B, QG) view of M."""
+        QG, k = self.Q * self.G, self.S if k is None else k
+        return M.as_strided((k, self.B, QG), (self.block, self.rho, self.row + 1),
                             self._offset(0, 1))
+
+    def used(self, k: int) -> int:
+        """Elements of a segment that steps 1..k read or write: its blocks −D..k−1."""
+        return (k + self.D) * self.block
 
     def pop_block(self, M: torch.Tensor, t: int) -> torch.Tensor:
         """The same entries as `pop_matrix`, for each top y on its own: a (B·G, (D−2)·QG,
@@ -211,6 +234,30 @@ def _diagonal(Xe: torch.Tensor, n: int, Q: int, G: int) -> torch.Tensor:
                          Xe.storage_offset())
 
 
+def _segments(band: Band, T: int, d: torch.Tensor, keep: bool, segments: list, RP: torch.Tensor,
+              ring: torch.Tensor):
+    """The band segments of a forward pass, each set up before its steps: (t0, k, M) for the
+    segment M of steps t0+1..t0+k. A new segment
+    (all kept when ``keep``, appended to ``segments``; otherwise two that take turns, zeroed
+    where the steps use them) gets the last D rows of the previous one (`Band.carry`), the
+    identities at (i → i+1) and the steps' [R | push] operands in ``ring``."""
+    M = None
+    for t0 in range(0, T, max(band.S, 1)):                          # (T = 0: none)
+        k = min(band.S, T - t0)
+        if keep or len(segments) < 2:
+            new = band.new(d)
+        else:                                                       # blocks −D..k−1 only
+            new = segments[-2]
+            new[band.D * band.block:band.used(k)].zero_()           # (−D..−1: `carry`)
+        if M is not None:
+            band.carry(M, new)
+        M = new
+        segments.append(M)
+        band.identities(M, k).fill_(1.0)                            # (the rest is zero)
+        ring[:k] = RP[t0:t0 + k]
+        yield t0, k, M
+
+
 class WindowedChart(torch.autograd.Function):
     """(d (T, B, Q, G, Q, 2G+1), v0 (B, Q, G), D, keep, paper) → (V (B, T+1, Q, G), log s (T, B)):
     the windowed recurrence of the module docstring on the shifted, exponentiated actions d
@@ -225,100 +272,151 @@ class WindowedChart(torch.autograd.Function):
         QG, n = Q * G, max(D - 2, 0)
         band = Band(B, Q, G, D, min(T, segment_steps(D, keep)))
         segments: list[torch.Tensor] = []
-        turns = [band.new(d) for _ in range(0 if keep or not T else 2)]
-        # v's, with one more entry per step: a finite floor, so that the shift w (the max of
-        # a window) is finite even where every v of the window is −inf
-        L = T + 1 + D
-        Vfull = d.new_full((B, L, QG + 1), float("-inf"))
-        Vfull[..., QG] = torch.finfo(d.dtype).min
-        Vbuf = Vfull[..., :QG]
-        Vbuf[:, D] = v0.reshape(B, QG)
         S = d.new_ones((T, B))                                      # scales s
-        Srow = S.view(T, B, 1, 1).unbind(0)
         # per-step views, made in one call each: actions, v windows, outputs
-        pops = d[..., 2 * G].reshape(T, B, QG, Q).contiguous().unbind(0)   # [b][s, z][r]
         ops = [d[..., :G].reshape(T, B, QG, QG)]                    # push (k = t)
         if D >= 2:                                                  # replace (k = t − 1)
             ops.insert(0, d[..., G:2 * G].reshape(T, B, QG, QG))
         RP = torch.cat(ops, dim=2)
-        Vwin = Vfull.as_strided((T, B, D + 1, QG + 1), (QG + 1, L * (QG + 1), QG + 1, 1))
-        Vev = Vwin[:, :, 1:, :QG].unbind(0)                         # v[t−D..t−1]
-        Vwin = Vwin.unbind(0)                                       # v[t−1−D..t−1] and floors
-        Vout = Vfull.as_strided((T, B, 1, QG), (QG + 1, L * (QG + 1), QG + 1, 1),
-                                (D + 1) * (QG + 1)).unbind(0)
-        if keep or not paper:                                       # kept for the backward
+        tiny = torch.finfo(d.dtype).tiny
+        if paper:       # one more column: `tiny` in the push rows, so that C's max is ≥ tiny
+            RP = torch.cat([RP, RP.new_zeros(RP.shape[:3] + (1,))], dim=3)
+            RP[:, :, -QG:, QG] = tiny
+        # step operands Xe = [X⊕ | R | push] (B, D·QG, QG, and the floor column under paper)
+        # of a segment's steps (R and push copied in at its start), X⊕ written by each step
+        Xring = (d.new_empty((band.S, B, D * QG, QG + 1)) if paper     # (see X⊕)
+                 else d.new_zeros((band.S, B, D * QG, QG)))
+        Xes = Xring.unbind(0)
+        parts = _segments(band, T, d, keep, segments, RP, Xring[:, :, n * QG:])
+        bmm, amax, div, sub, log = torch.bmm, torch.amax, torch.div, torch.sub, torch.log
+        if paper:
+            # α in linear scale: entry i (= −D..T) at row i + D of Afull, in the frame of the
+            # latest rescale that covered it; rows after the last written one hold `tiny`
+            # (the floor of the next rescale's max, overwritten when the step writes its row)
+            La = T + D + 2
+            Afull = d.new_full((B, La, QG), tiny)
+            Afull[:, :D] = 0.0
+            Afull[:, D] = v0.reshape(B, QG).exp()
+            win = Afull.as_strided((T + 1, B, 1, D * QG), (QG, La * QG, D * QG, 1),
+                                   QG).unbind(0)                    # entries t−D..t−1
+            top = Afull.as_strided((T, B, 1, D * QG + 1), (QG, La * QG, D * QG + 1, 1),
+                                   2 * QG).unbind(0)                # t−D+1..t and a floor
+            slot = Afull.as_strided((T, B, 1, QG), (QG, La * QG, QG, 1),
+                                    (D + 1) * QG).unbind(0)         # entry t
+            # torch's bmm writes a strided out= in place in its small-product kernel
+            # (D·QG² < 400 multiply-adds per matrix); above, it would go element by element
+            # of the batch, so that the α-sum goes through a contiguous buffer
+            direct = D * QG * QG < 400
+            Atmp = d.new_empty((B, 1, QG))
+            ss: list[torch.Tensor] = []                             # scales s, rescales m
+            ms: list[torch.Tensor] = []
+            # X⊕ = (E[k→t−1] · pop⊗1) ⊙ [y' = y] over k = t−D+1..t−2: every top's pop term in
+            # one product, written whole into the top rows of the step's operand
+            popx = d.new_zeros((T, B, QG, QG + 1))                  # [b][s, z][r, y] (+ 0)
+            popx[..., :QG] = d[..., 2 * G, None].expand(T, B, Q, G, Q, G).reshape(T, B, QG, QG)
+            popx = popx.unbind(0) if n else [None] * T
+            same = d.new_zeros((n * QG, QG + 1))
+            same[:, :QG] = torch.eye(G, dtype=d.dtype, device=d.device).repeat(n * Q, Q)
+            Xfull = d.new_empty((B, D * QG, QG + 1))                # X of all D rows
+            Xtmp = Xfull[:, 2 * QG:]
+            Cbuf = d.new_empty((B, D * QG, QG + 1))                 # C and its floor column
+            Cv = Cbuf[..., :QG]
+            Xtop = Xring[:, :, :n * QG].unbind(0)
+        else:
+            Srow = S.view(T, B, 1, 1).unbind(0)
+            pops = d[..., 2 * G].reshape(T, B, QG, Q).contiguous().unbind(0)   # [b][s, z][r]
+            Xdiag = [_diagonal(x, n, Q, G) for x in Xes] if n else [None] * band.S
+            Xp = d.new_empty((B, D * QG, Q))
+            Xsrc = Xp[:, 2 * QG:].unflatten(1, (-1, G))
+            prev = d.new_zeros((B, D * QG, QG))                     # E[·→0]: no rows
+            # v's, with one more entry per step: a finite floor, so that the shift w (the max
+            # of a window) is finite even where every v of the window is −inf
+            L = T + 1 + D
+            Vfull = d.new_full((B, L, QG + 1), float("-inf"))
+            Vfull[..., QG] = torch.finfo(d.dtype).min
+            Vbuf = Vfull[..., :QG]
+            Vbuf[:, D] = v0.reshape(B, QG)
+            Vwin = Vfull.as_strided((T, B, D + 1, QG + 1), (QG + 1, L * (QG + 1), QG + 1, 1))
+            Vev = Vwin[:, :, 1:, :QG].unbind(0)                     # v[t−D..t−1]
+            Vwin = Vwin.unbind(0)                                   # v[t−1−D..t−1] and floors
+            Vout = Vfull.as_strided((T, B, 1, QG), (QG + 1, L * (QG + 1), QG + 1, 1),
+                                    (D + 1) * (QG + 1)).unbind(0)
             Abuf = d.new_zeros((T + 1, B, 1, QG))                   # α-sums before the log
             Wm = d.new_zeros((2, T, B, 1, 1))                       # shifts w and w⊥
-            Arow, Ws, W0s = Abuf.unbind(0), Wm[0].unbind(0), Wm[1].unbind(0)
-        else:
-            Ws = [d.new_empty((B, 1, 1))] * T
-        bottoms = None if paper else bottom_noop(d).unbind(0)
-        # step operands Xe = [X⊕ | R | push] (B, D·QG, QG) of a segment's steps (R and push
-        # copied in at its start), X from Xp = E[·→t−1]·pop
-        Xring = d.new_zeros((band.S, B, D * QG, QG))
-        Xes = Xring.unbind(0)
-        Xdiag = [_diagonal(x, n, Q, G) for x in Xes] if n else None
-        Xp = d.new_empty((B, D * QG, Q))
-        Xsrc = Xp[:, 2 * QG:].unflatten(1, (-1, G))
-        ev3 = d.new_empty((B, D, QG))
-        ev = ev3.view(B, 1, D * QG)
-        tiny = torch.finfo(d.dtype).tiny
-        prev = d.new_zeros((B, D * QG, QG))                         # E[·→0]: no rows
-        M = None
-        bmm, amax, div, sub, log = torch.bmm, torch.amax, torch.div, torch.sub, torch.log
+            Arow, Ws, W0s = Abuf.unbind(0)[1:], Wm[0].unbind(0), Wm[1].unbind(0)
+            bottoms = bottom_noop(d).unbind(0)
+            ev3 = d.new_empty((B, D, QG))
+            ev = ev3.view(B, 1, D * QG)
         with flush_denormals():
-            for t in range(1, T + 1):
-                u = (t - 1) % band.S + 1                            # step within its segment
-                if u == 1:
-                    j = (t - 1) // band.S
-                    new = band.new(d) if keep else turns[j % 2]
-                    if j >= 2 and not keep:
-                        new.zero_()
-                    if M is not None:
-                        band.carry(M, new)
-                    M = new
-                    segments.append(M)
-                    band.identities(M).fill_(1.0)                   # (the rest is zero)
-                    mats, steps = band.matrices(M), band.step_matrices(M)
-                    k = min(band.S, T - t + 1)
-                    Xring[:k, :, n * QG:] = RP[t - 1:t - 1 + k]
-                if n or not paper:                                  # X[k] = E[k→t−1]·pop
-                    bmm(prev, pops[t - 1], out=Xp)
-                if n:
-                    Xdiag[u - 1].copy_(Xsrc)
-                C = bmm(steps[u - 1], Xes[u - 1])                   # Eq. 2: pop, replace, push
-                s = amax(C, dim=(1, 2), keepdim=True, out=Srow[t - 1])
-                if paper:
-                    s.clamp_min_(tiny)                              # C ≥ 0; 0 only if C = 0
-                else:
-                    s.masked_fill_(s == 0, 1.0)                     # (α⊥ is divided by s)
-                E = div(C, s, out=mats[u])                          # E[·→t], into the band
-                Vr = Vwin[t - 1]
-                w = amax(Vr, dim=(1, 2), keepdim=True, out=Ws[t - 1])
-                sub(Vev[t - 1], w, out=ev3).exp_()
-                a = bmm(ev, E, out=Arow[t]) if keep else bmm(ev, E)  # Eq. 4
-                v = log(a, out=Vout[t - 1])
-                prev = E
-                if paper:
-                    v += w
+            for t0, k, M in parts:                                  # steps t0+1..t0+k
+                steps, mats0 = band.step_matrices(M, k), band.matrices(M, k)
+                mats = mats0[1:]                                    # E[·→t] (mats0: E[·→t−1])
+                if paper:                                           # (views made once)
+                    for step, Xe, xtop, px, E, pop, w, a, mx, nxt in zip(
+                            steps, Xes, Xtop, mats0, mats, popx[t0:], win[t0:], slot[t0:],
+                            top[t0:], win[t0 + 1:]):
+                        if n:                                       # X[k] = E[k→t−1]·pop
+                            bmm(px, pop, out=Xfull)
+                            torch.mul(Xtmp, same, out=xtop)
+                        bmm(step, Xe, out=Cbuf)                     # Eq. 2: pop, replace, push
+                        s = amax(Cbuf, dim=(1, 2), keepdim=True)    # (≥ tiny)
+                        div(Cv, s, out=E)                           # E[·→t], into the band
+                        if direct:                                  # Eq. 4
+                            bmm(w, E, out=a)
+                        else:
+                            a.copy_(bmm(w, E, out=Atmp))
+                        m = amax(mx, dim=2, keepdim=True)
+                        nxt.div_(m)
+                        ss.append(s)
+                        ms.append(m)
                     continue
-                V0 = Vr[:, :, :QG:G]                                # ⊥ entries (B, D+1, Q)
-                w0 = amax(V0, dim=(1, 2), keepdim=True, out=W0s[t - 1])
-                w0.nan_to_num_(neginf=0.0)
-                ev0 = sub(V0, w0).exp_()                            # the ⊥ level's own shift
-                lev = torch.cat([Xp.unflatten(1, (-1, G))[:, :, 0], bottoms[t - 1]], dim=1)
-                a0 = bmm(ev0.view(B, 1, (D + 1) * Q), lev).div_(s)
-                if keep:
-                    a[:, :, ::G] = a0
-                log(a0, out=v[:, :, ::G])
-                v.view(B, Q, G)[:, :, 0] += w0.view(B, 1)
-                v.view(B, Q, G)[:, :, 1:] += w.view(B, 1, 1)
+                for step, Xe, xdiag, E, pop, srow, Vr, vev, vout, arow, ws, w0s, bot in zip(
+                        steps, Xes, Xdiag, mats, pops[t0:], Srow[t0:], Vwin[t0:], Vev[t0:],
+                        Vout[t0:], Arow[t0:], Ws[t0:], W0s[t0:], bottoms[t0:]):
+                    bmm(prev, pop, out=Xp)                          # X[k] = E[k→t−1]·pop
+                    if n:
+                        xdiag.copy_(Xsrc)
+                    C = bmm(step, Xe)                               # Eq. 2: pop, replace, push
+                    s = amax(C, dim=(1, 2), keepdim=True, out=srow)
+                    s.masked_fill_(s == 0, 1.0)                     # (α⊥ is divided by s)
+                    prev = div(C, s, out=E)                         # E[·→t], into the band
+                    w = amax(Vr, dim=(1, 2), keepdim=True, out=ws)
+                    sub(vev, w, out=ev3).exp_()
+                    a = bmm(ev, E, out=arow)                        # Eq. 4
+                    v = log(a, out=vout)
+                    V0 = Vr[:, :, :QG:G]                            # ⊥ entries (B, D+1, Q)
+                    w0 = amax(V0, dim=(1, 2), keepdim=True, out=w0s)
+                    w0.nan_to_num_(neginf=0.0)
+                    ev0 = sub(V0, w0).exp_()                        # the ⊥ level's own shift
+                    lev = torch.cat([Xp.unflatten(1, (-1, G))[:, :, 0], bot], dim=1)
+                    a[:, :, ::G] = bmm(ev0.view(B, 1, (D + 1) * Q), lev).div_(s)
+                    log(a[:, :, ::G], out=v[:, :, ::G])
+                    v.view(B, Q, G)[:, :, 0] += w0.view(B, 1)
+                    v.view(B, Q, G)[:, :, 1:] += w.view(B, 1, 1)
+        if paper:
+            # v[i] = log Afull[i] + the log frame of entry i: the sum of the rescales log m
+            # of steps 1..min(i + D − 1, T) (the last that covered it)
+            if T:
+                S = torch.stack(ss).view(T, B)
+            Mt = torch.stack(ms).view(T, B) if T else S
+            cum = torch.cat([Mt.new_zeros(1, B), torch.cumsum(torch.log(Mt), dim=0)])
+            last = torch.arange(D - 1, T + D, device=d.device).clamp_(max=T)
+            V = torch.log(Afull[:, D:T + D + 1]) + cum[last].t()[:, :, None]
+            if keep:        # the backward's α-sums and shifts: step t ran in frame cum[t − 1]
+                Vfull = d.new_full((B, T + 1 + D, QG + 1), float("-inf"))
+                Vfull[:, D:, :QG] = V
+                Wm = d.new_zeros((2, T, B, 1, 1))
+                Wm[0] = cum[:T, :, None, None]
+                Abuf = d.new_zeros((T + 1, B, 1, QG))
+                Abuf[1:] = torch.exp(V[:, 1:] - cum[:T].t()[:, :, None]).transpose(0, 1)[:, :, None]
+        else:
+            V = Vbuf[:, D:]
         if keep:
             ctx.save_for_backward(d, Vfull, Abuf, S, Wm, *segments)
         ctx.band, ctx.T, ctx.paper = band, T, paper
         logs = torch.log(S)
         ctx.mark_non_differentiable(logs)
-        return Vbuf[:, D:].reshape(B, T + 1, Q, G).clone(), logs
+        return V.reshape(B, T + 1, Q, G).clone(), logs
 
     @staticmethod
     @once_differentiable
