@@ -12,11 +12,11 @@ import pdanet as pn
 from pdanet.constructions.ns import error_bound
 from pdanet.errors import CertificationError
 from pdanet.verify.certify_stack import (
-    _exact_terms_sum,
-    _step_invariant,
     certify_ns_rnn,
     certify_stack_rnn,
+    exact_terms_sum,
     memory_check,
+    step_invariant,
 )
 
 MEMORIES = ("grefenstette", "joulin_mikolov", "suzgun")
@@ -180,14 +180,14 @@ def test_memory_check_detects_a_wrong_memory(nets):
 
 def test_exact_sum_lemma():
     terms = np.array([[32.0, -32.0, 16.0, 0.5], [2.0**23, 2.0**23, 0.5, 0.0]])
-    total, ok = _exact_terms_sum(terms, torch.float32)
+    total, ok = exact_terms_sum(terms, torch.float32)
     assert ok.tolist() == [True, False]       # 2^24 + 0.5 is not a float32
     assert total[0] == 16.5
     # brute force: the lemma's "exact in any order" on random dyadic rows
     rng = np.random.default_rng(0)
     for _ in range(200):
         row = rng.integers(-64, 65, size=6) / 4.0
-        _, ok = _exact_terms_sum(row[None, :], torch.float32)
+        _, ok = exact_terms_sum(row[None, :], torch.float32)
         assert ok[0]
         for perm in (rng.permutation(6) for _ in range(5)):
             acc = np.float32(0)
@@ -203,10 +203,10 @@ def test_invariant_check_rejects_a_wrong_memory_op(monkeypatch):
 
     G = 3
     mv = Move(p2=0, out=-1, pop_end=None, push_end="top", y=1)   # a push of store code 1
-    ok = _step_invariant(NeuralStack(), G, 0, 2, mv)
+    ok = step_invariant(NeuralStack(), G, 0, 2, mv)
     assert not isinstance(ok, str) and ok[1] == "push" and ok[3][-1] == 1
     monkeypatch.setattr(stack, "_memory_op", lambda store, G, mode, R, mv: (0, "noop", -1))
-    assert isinstance(_step_invariant(NeuralStack(), G, 0, 2, mv), str)
+    assert isinstance(step_invariant(NeuralStack(), G, 0, 2, mv), str)
 
 
 def test_ns_rnn_length_bound_on_marked_reversal():

@@ -73,7 +73,6 @@ from __future__ import annotations
 
 import copy
 import math
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -166,42 +165,9 @@ def exp_underflow(reach: float) -> tuple[float, float]:
                 if n < len(neg):
                     ok[n:] &= torch.exp(neg[n:]) == 0
                 return ok
-            cached = _exp_cache(hi)
-            _EXP_UNDERFLOW[hi] = cached if cached is not None else iv._scan(
-                zero, iv._bits(64.0), hi)
-            if cached is None:
-                _exp_cache(hi, _EXP_UNDERFLOW[hi])
+            _EXP_UNDERFLOW[hi] = iv.cached_scan("exp_underflow", zero, iv._bits(64.0), hi)
     t = _EXP_UNDERFLOW[hi]
     return (iv._from_bits(t) if t <= hi else math.inf), upto
-
-
-def _exp_cache(hi: int, t: int | None = None) -> int | None:
-    """The disk cache of `exp_underflow` (next to the σ/tanh saturation scans, keyed by the
-    same torch build and CPU): read t for ``hi`` (None: absent or unreadable), or write it."""
-    import json
-
-    from pdanet.verify import intervals as iv
-
-    key = dict(iv._build_key("exp_underflow"), upto_bits=hi)
-    path = iv._cache_file(key)
-    if t is None:
-        try:
-            with open(path, encoding="utf-8") as fh:
-                data = json.load(fh)
-        except (OSError, ValueError):
-            return None
-        got = data.get("threshold_bits") if isinstance(data, dict) and data.get("key") == key \
-            else None
-        ok = isinstance(got, int) and not isinstance(got, bool) and iv._bits(64.0) <= got <= hi + 1
-        return got if ok else None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"key": key, "threshold_bits": t}), encoding="utf-8")
-        tmp.replace(path)
-    except OSError:
-        pass
-    return t
 
 
 @dataclass

@@ -5,11 +5,16 @@ from __future__ import annotations
 
 from pdanet.verify.certify.ns import certify_ns_rnn
 from pdanet.verify.certify.stack import (
-    _exact_terms_sum,
-    _step_invariant,
     certify_stack_rnn,
+    exact_terms_sum,
     memory_check,
+    step_invariant,
 )
 
-__all__ = ["_exact_terms_sum", "_step_invariant", "certify_ns_rnn", "certify_stack_rnn",
-           "memory_check"]
+__all__ = [
+    "certify_ns_rnn",
+    "certify_stack_rnn",
+    "exact_terms_sum",
+    "memory_check",
+    "step_invariant",
+]

@@ -430,6 +430,31 @@ def _scan(saturated, lo: int, hi: int, chunk: int = SCAN_CHUNK) -> int:
     return lo
 
 
+def cached_scan(kind: str, saturated, lo: int, hi: int) -> int:
+    """`_scan` (``saturated`` over the float32 bit patterns [lo, hi]) with its result kept on
+    disk (`cache_dir`), keyed by ``kind``, ``hi`` and this torch build and CPU (`_build_key`): a
+    cached entry is used only when it has this key and a threshold a scan could return."""
+    key = dict(_build_key(kind), upto_bits=hi)
+    path = _cache_file(key)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = None
+    got = data.get("threshold_bits") if isinstance(data, dict) and data.get("key") == key \
+        else None
+    if isinstance(got, int) and not isinstance(got, bool) and lo <= got <= hi + 1:
+        return got
+    t = _scan(saturated, lo, hi)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"key": key, "threshold_bits": t}), encoding="utf-8")
+        tmp.replace(path)
+    except OSError:
+        pass
+    return t
+
+
 def cache_dir() -> Path:
     """Where scan results are kept: ``$PDANET_CACHE_DIR``, else ``$XDG_CACHE_HOME/pdanet``, else
     ``~/.cache/pdanet``."""

@@ -17,14 +17,14 @@ set over-approximated by the same fixpoint (below the top the memory is an unkno
 is made on the module's weights as they are (after fine-tuning or noise), never on the compiled
 ones.
 
-*Lemma 0 (simulation invariant)* is `stack._step_invariant`, checked for every case: the memory op
+*Lemma 0 (simulation invariant)* is `stack.step_invariant`, checked for every case: the memory op
 the controller must emit (the machine's op for the neural stack, which replaces in one step;
 `realtime.one_op` with the top held in the controller for the superposition stack) keeps
 memory ++ held symbol equal to the machine's stack, token for token, and the store's own discrete
 step (`Store.apply`) is that op.
 
 *Lemma 1 (controller), per model.* Inputs are exactly [onehot(a); code(R)]. Pre-activations are
-enclosed by Lemma E (`stack._exact_terms_sum`: a point where every term is a float multiple of 2^g
+enclosed by Lemma E (`stack.exact_terms_sum`: a point where every term is a float multiple of 2^g
 with Σ|terms| ≤ 2^(p+g)) or by the bound of `intervals.affine` (any summation order, products
 rounded) with n the number of nonzero terms of each row: inputs exactly 0 are dropped, since
 W·0 = 0 and s + 0 = s exactly. The state of a case is a function of its unit j alone, so each
@@ -102,12 +102,12 @@ from pdanet.verify.certify.core import (
 )
 from pdanet.verify.certify.stack import (
     RHO,
-    _affine_point,
     _Machine,
     _machine,
-    _memory_of,
-    _step_invariant,
+    affine_point,
     memory_check,
+    memory_of,
+    step_invariant,
 )
 
 #: the most floats of a box whose kernel values are evaluated one by one (per entry; per row of
@@ -289,7 +289,7 @@ class _Kernels:
 def _affine(blocks: list[tuple[np.ndarray, iv.Interval]], biases: list[np.ndarray],
             dtype: torch.dtype) -> iv.Interval:
     """Enclosure of fl(Σ_k W_k x_k + Σ b) over boxes x_k, in any order of summation. Inputs that
-    are exactly 0 are dropped (W·0 = 0 and s + 0 = s exactly). Then `stack._affine_point` where
+    are exactly 0 are dropped (W·0 = 0 and s + 0 = s exactly). Then `stack.affine_point` where
     every input is a point (Lemma E), else the `intervals.affine` bound with n the number of
     nonzero terms of each row (the rounding bound γ_n·Σ|terms| of a sum of n nonzero terms, any
     order; Higham §3.1); NaN where a sum could overflow the dtype."""
@@ -299,7 +299,7 @@ def _affine(blocks: list[tuple[np.ndarray, iv.Interval]], biases: list[np.ndarra
     keep = (lo != 0) | (hi != 0)
     W, lo, hi = W[:, keep], lo[keep], hi[keep]
     if (lo == hi).all():
-        return _affine_point([(W, lo)], biases, dtype)
+        return affine_point([(W, lo)], biases, dtype)
     x = iv.Interval(lo, hi)
     Wp, Wn = np.maximum(W, 0), np.minimum(W, 0)
     b = np.sum(biases, axis=0) if biases else np.zeros(W.shape[0])
@@ -651,11 +651,11 @@ def _prove(mc: _Machine, run: Run, codes: np.ndarray, progress: Progress | None)
             if mv is None:
                 continue  # the machine dies: outside the prefix language
             sym = str(mc.symbols[a])
-            inv = _step_invariant(store, G, mode, R, mv)                     # Lemma 0
+            inv = step_invariant(store, G, mode, R, mv)                     # Lemma 0
             if isinstance(inv, str):
                 return fail("invariant", node, sym, "memory", len(seen))
             mode2, op, code, mem2 = inv
-            if op not in store.ops or store.apply(tuple(_memory_of(R, G)), op, code) != tuple(mem2):
+            if op not in store.ops or store.apply(tuple(memory_of(R, G)), op, code) != tuple(mem2):
                 return fail("invariant", node, sym, f"memory op {op} ({type(store).__name__})",
                             len(seen))
             if depth is not None and op in ("push", "replace"):

@@ -156,7 +156,7 @@ def _memory_op(store: Store, G: int, mode: int, R: int, mv: Move) -> tuple[int, 
     return one_op("noop" in store.ops, mode, G, R, (mv.pop_end, mv.push_end, mv.y))
 
 
-def _memory_of(R: int, G: int) -> list:
+def memory_of(R: int, G: int) -> list:
     """The symbolic memory whose top reads R: empty (R = G), or an unknown rest ρ under R."""
     return [] if R == G else [RHO, R]
 
@@ -177,10 +177,10 @@ def _apply(stack: list, op: str, y: int) -> list | None:
     return stack
 
 
-def _step_invariant(store: Store, G: int, mode: int, R: int, mv: Move
+def step_invariant(store: Store, G: int, mode: int, R: int, mv: Move
                     ) -> tuple[int, str, int, list] | str:
     """The memory op for a case and the symbolic memory after it, or why the invariant fails."""
-    mem = _memory_of(R, G)
+    mem = memory_of(R, G)
     if mode != U and mode - 1 == G and mem:
         return "mode H_⊥ with a non-empty memory"
     machine_stack = _with_held(mem, mode, G)
@@ -206,7 +206,7 @@ def _lsb_exponent(t: np.ndarray) -> np.ndarray:
     return e - 53 + np.round(np.log2(np.maximum(low, 1))).astype(np.int64)
 
 
-def _exact_terms_sum(terms: np.ndarray, dtype: torch.dtype) -> tuple[np.ndarray, np.ndarray]:
+def exact_terms_sum(terms: np.ndarray, dtype: torch.dtype) -> tuple[np.ndarray, np.ndarray]:
     """Rows of terms (float64, each a float of the dtype): (sum, ok) where ``ok`` says Lemma E
     applies to the row, so the dtype computes the sum exactly in any order."""
     p = {torch.float32: 24, torch.float64: 53}[dtype]
@@ -220,7 +220,7 @@ def _exact_terms_sum(terms: np.ndarray, dtype: torch.dtype) -> tuple[np.ndarray,
     return terms.sum(-1), ok
 
 
-def _affine_point(blocks: list[tuple[np.ndarray, np.ndarray]], biases: list[np.ndarray],
+def affine_point(blocks: list[tuple[np.ndarray, np.ndarray]], biases: list[np.ndarray],
                   dtype: torch.dtype) -> iv.Interval:
     """Enclosure of fl(Σ_k W_k x_k + Σ b) at exact points x_k: a point by Lemma E where every x
     entry is 0 or ±1, else `intervals.affine`."""
@@ -230,7 +230,7 @@ def _affine_point(blocks: list[tuple[np.ndarray, np.ndarray]], biases: list[np.n
     unit = np.isin(np.abs(xs), (0.0, 1.0)).all()
     if unit:
         terms = np.concatenate([W * xs[None, :]] + [bb[:, None] for bb in biases], axis=1)
-        value, ok = _exact_terms_sum(terms, dtype)
+        value, ok = exact_terms_sum(terms, dtype)
         if ok.all():
             return iv.Interval.point(value)
     else:
@@ -357,7 +357,7 @@ def _prove(mc: _Machine, run: Run, codes: np.ndarray, progress: Progress | None
     def readout(node: tuple, h: np.ndarray, R: int, want, symbol: str | None
                 ) -> FailingCase | None:
         r = codes[R]
-        z = _affine_point([(W.out_h_weight, h), (W.out_r_weight, r)], [W.out_h_bias], dtype)
+        z = affine_point([(W.out_h_weight, h), (W.out_r_weight, r)], [W.out_h_bias], dtype)
         if tab.output == "symbol":
             y = tab.n_out if want < 0 else want
             others = np.delete(z.hi, y)
@@ -404,13 +404,13 @@ def _prove(mc: _Machine, run: Run, codes: np.ndarray, progress: Progress | None
             if mv is None:
                 continue  # the machine dies: outside the prefix language
             sym = str(mc.symbols[a])
-            inv = _step_invariant(store, G, mode, R, mv)
+            inv = step_invariant(store, G, mode, R, mv)
             if isinstance(inv, str):
                 return result(False, FailingCase("invariant", desc(node), sym, -1, "memory",
                                                  (math.nan, math.nan), (math.nan, math.nan)),
                               len(seen))
             mode2, op, code, mem2 = inv
-            if op not in store.ops or store.apply(tuple(_memory_of(R, G)), op, code) != tuple(mem2):
+            if op not in store.ops or store.apply(tuple(memory_of(R, G)), op, code) != tuple(mem2):
                 return result(False, FailingCase("invariant", desc(node), sym, -1,
                                                  f"memory op {op} ({type(store).__name__})",
                                                  (math.nan, math.nan), (math.nan, math.nan)),
@@ -432,7 +432,7 @@ def _prove(mc: _Machine, run: Run, codes: np.ndarray, progress: Progress | None
             if linear:
                 h2 = iv.Interval.point(x)
             else:
-                zi = _affine_point([(W.weight_ih, np.concatenate([x, codes[R]])),
+                zi = affine_point([(W.weight_ih, np.concatenate([x, codes[R]])),
                                     (W.weight_hh, h)], [W.bias_ih, W.bias_hh], dtype)
                 h2 = iv.tanh(zi, dtype, kernel)
                 stats["state_margin"] = min(stats["state_margin"],
@@ -446,9 +446,9 @@ def _prove(mc: _Machine, run: Run, codes: np.ndarray, progress: Progress | None
                     (float(h2.lo[u]), float(h2.hi[u])), (float(target[u]), float(target[u]))),
                     len(seen))
             # actions and pushed vector
-            act = _affine_point([(W.actions_weight, target)], [W.actions_bias], dtype)
+            act = affine_point([(W.actions_weight, target)], [W.actions_bias], dtype)
             want_act = np.asarray(store.actions(op), dtype=np.float64)  # the store's encoding
-            val = _affine_point([(W.values_weight, target)], [W.values_bias], dtype)
+            val = affine_point([(W.values_weight, target)], [W.values_bias], dtype)
             checks = [(f"action {ch}", act.lo[k], act.hi[k], want_act[k])
                       for k, ch in enumerate(chans)]
             if op in ("push", "replace"):
@@ -471,7 +471,7 @@ def _prove(mc: _Machine, run: Run, codes: np.ndarray, progress: Progress | None
             else:
                 readings = {mem2[-1]}
             for R2 in sorted(readings):
-                mem_c = mem2 if (mem2 and mem2[-1] != RHO) else _memory_of(R2, G)
+                mem_c = mem2 if (mem2 and mem2[-1] != RHO) else memory_of(R2, G)
                 node2 = (c2, j2, R2)
                 fc = readout(node2, target, R2, expected_output(mv, c2, mem_c), sym)
                 if fc is not None:
@@ -502,4 +502,5 @@ def certify(machine, net: CompiledNetwork, *, dtype: torch.dtype | None = None,
     return certify_stack_rnn(machine, net, dtype=dtype, kernel=kernel, progress=progress)
 
 
-__all__ = ["Move", "certify", "certify_stack_rnn", "memory_check"]
+__all__ = ["Move", "affine_point", "certify", "certify_stack_rnn", "exact_terms_sum", "memory_check",
+           "memory_of", "step_invariant"]

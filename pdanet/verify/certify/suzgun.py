@@ -79,9 +79,7 @@ and M_t computed by the module's own update on those exact tensors (`certify_bab
 
 from __future__ import annotations
 
-import json
 import math
-import os
 from dataclasses import replace
 
 import numpy as np
@@ -98,11 +96,10 @@ from pdanet.verify.certify.core import (
     begin,
     check_arguments,
     check_pair,
-    is_int,
     notify,
     overflow_free,
 )
-from pdanet.verify.certify.stack import _affine_point, _exact_terms_sum, memory_check
+from pdanet.verify.certify.stack import affine_point, exact_terms_sum, memory_check
 
 RHO = "ρ"            # the unknown rest of the memory (and of the machine's stack) below the top
 EMPTY = None         # the empty memory, as a top cell
@@ -147,38 +144,10 @@ def _underflow(kind: str, reach: float, width: int = 2) -> tuple[float, float]:
                 for off in (0, 1):                                   # stride 2: scalar path
                     ok[off:n:2] &= torch.sigmoid(neg[off:n:2]) == 0
                 return ok
-        cached = _cache(name, hi)
-        _UNDERFLOW[key] = cached if cached is not None else iv._scan(
-            exact, iv._bits(_SCAN_FROM), hi)
-        if cached is None:
-            _cache(name, hi, _UNDERFLOW[key])
+        _UNDERFLOW[key] = iv.cached_scan(f"suzgun_{name}_underflow", exact,
+                                         iv._bits(_SCAN_FROM), hi)
     t = _UNDERFLOW[key]
     return (iv._from_bits(t) if t <= hi else math.inf), upto
-
-
-def _cache(kind: str, hi: int, t: int | None = None) -> int | None:
-    """The disk cache of `_underflow` (next to the σ/tanh saturation scans of
-    `pdanet.verify.intervals`, keyed by the same torch build and CPU): read t (None: absent or
-    unreadable), or write it."""
-    key = dict(iv._build_key(f"suzgun_{kind}_underflow"), upto_bits=hi)
-    path = iv._cache_file(key)
-    if t is None:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        got = data.get("threshold_bits") if isinstance(data, dict) and data.get("key") == key \
-            else None
-        ok = is_int(got) and iv._bits(_SCAN_FROM) <= got <= hi + 1
-        return int(got) if ok else None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"key": key, "threshold_bits": t}), encoding="utf-8")
-        tmp.replace(path)
-    except OSError:
-        pass
-    return t
 
 
 def softmax_underflow(reach: float, width: int = 2) -> tuple[float, float]:
@@ -201,10 +170,10 @@ def _is_point(x: iv.Interval) -> bool:
 
 def _lin(blocks: list[tuple[np.ndarray, iv.Interval]], biases: list[np.ndarray],
          dtype: torch.dtype) -> iv.Interval:
-    """fl(Σ W_k x_k + Σ b): exact by Lemma E (`stack._affine_point`) where every x is a point,
+    """fl(Σ W_k x_k + Σ b): exact by Lemma E (`stack.affine_point`) where every x is a point,
     else `intervals.affine` over the boxes (NaN where a sum could overflow)."""
     if all(_is_point(x) for _, x in blocks):
-        return _affine_point([(w, x.lo) for w, x in blocks], biases, dtype)
+        return affine_point([(w, x.lo) for w, x in blocks], biases, dtype)
     W = np.concatenate([w for w, _ in blocks], axis=1)
     x = iv.Interval(np.concatenate([b.lo for _, b in blocks]),
                     np.concatenate([b.hi for _, b in blocks]))
@@ -223,7 +192,7 @@ def _add(a: iv.Interval, b: iv.Interval, dtype: torch.dtype) -> iv.Interval:
     """fl(a + b): exact where both are points and Lemma E applies, else `intervals.add`."""
     enc = iv.add(a, b, dtype)
     if _is_point(a) and _is_point(b):
-        value, ok = _exact_terms_sum(np.stack([a.lo, b.lo], -1), dtype)
+        value, ok = exact_terms_sum(np.stack([a.lo, b.lo], -1), dtype)
         return iv.Interval(np.where(ok, value, enc.lo), np.where(ok, value, enc.hi))
     return enc
 
