@@ -847,7 +847,8 @@ class DeterministicPushdown(StateIndexed, Machine):
                 "W": W, "eps": k}
 
     def _simulate(self, ids: np.ndarray, lengths: np.ndarray, window: int | None = None,
-                  walk: np.random.Generator | None = None) -> dict:
+                  walk: np.random.Generator | None = None, walk_depth: int | None = None
+                  ) -> dict:
         """Vectorised over the batch: the stack is an int array (B, capacity) with a top-index
         pointer per row; the loop runs over time and, within a time step, over ε-closure rounds
         (each round moves every row that still has an ε-move); a move costs O(1) per row.
@@ -859,7 +860,9 @@ class DeterministicPushdown(StateIndexed, Machine):
         at step t each active row picks uniformly among the symbols with a move from its (state,
         top), writing it into ``ids`` (filled in place); a row with none ends there (its
         ``lengths`` entry, changed in place, becomes t). The draws are those of
-        `pdanet.verify.strings.random_walks`, one ``walk.random((rows, |Σ|))`` per step."""
+        `pdanet.verify.strings.random_walks`, one ``walk.random((rows, |Σ|))`` per step. With
+        ``walk_depth`` = m, a move that would leave more than m symbols above BOTTOM is not
+        allowed (the walk of ``self.bounded(m)``)."""
         tab = self._tables
         nxt, glen, gsym = tab["next"], tab["glen"], tab["gsym"]
         olen, osym = tab["olen"], tab["osym"]
@@ -973,7 +976,8 @@ class DeterministicPushdown(StateIndexed, Machine):
             ecount[active] = 0
             r = rows_all[active]
             if walk is not None and r.size:
-                r = self._draw(walk, r, t, q, stack[r, h[r]], ids, lengths)
+                r = self._draw(walk, r, t, q, stack[r, h[r]], ids, lengths,
+                               None if walk_depth is None else (h[r], walk_depth))
             if r.size:
                 apply(r, ids[r, t])
             closure(active)
@@ -1000,29 +1004,39 @@ class DeterministicPushdown(StateIndexed, Machine):
                 "emitted_count": np.stack(hist_ecount, axis=1)}
 
     def _draw(self, rng: np.random.Generator, rows: np.ndarray, t: int, q: np.ndarray,
-              top: np.ndarray, ids: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+              top: np.ndarray, ids: np.ndarray, lengths: np.ndarray,
+              cap: tuple[np.ndarray, int] | None = None) -> np.ndarray:
         """One step of `_simulate`'s walk: each row's symbol drawn uniformly among those with a
-        move (written into ``ids[:, t]``); rows with none end at length t. The rows moving."""
+        move (written into ``ids[:, t]``); rows with none end at length t. With ``cap`` = (the
+        rows' depths, m), only moves that leave at most m symbols above BOTTOM count. The rows
+        moving."""
         k = len(self.alphabet)
-        alive = self._tables["next"][q[rows][:, None], np.arange(k)[None, :], top[:, None]] >= 0
+        tab = self._tables
+        key = (q[rows][:, None], np.arange(k)[None, :], top[:, None])
+        alive = tab["next"][key] >= 0
+        if cap is not None:        # a real-time move pops the top cell and writes γ from there
+            depth, m = cap
+            alive &= depth[:, None] - 1 + tab["glen"][key] <= m
         choice, stuck = draw_allowed(alive, rng)
         lengths[rows[stuck]] = t
         moved = ~stuck
         ids[rows[moved], t] = choice[moved]
         return rows[moved]
 
-    def random_walks(self, n: int, length: int, rng: np.random.Generator
-                     ) -> tuple[np.ndarray, np.ndarray] | None:
+    def random_walks(self, n: int, length: int, rng: np.random.Generator,
+                     max_depth: int | None = None) -> tuple[np.ndarray, np.ndarray] | None:
         """n random walks of `length` symbols, each symbol uniform among those with a move from
         the current configuration (the rule and the random draws of
         `pdanet.verify.strings.random_walks`, so the same strings), in O(n·|Σ|) per step;
         None for a machine with ε-moves (a move may die in its ε-closure: use the generic
-        walk). Returns (ids (n, length) padded with -1, lengths)."""
+        walk). With ``max_depth`` = m, a move to a configuration with more than m symbols above
+        BOTTOM does not count (the live moves of ``self.bounded(m)``). Returns (ids (n, length)
+        padded with -1, lengths)."""
         if not self.is_realtime:
             return None
         ids = np.full((n, length), -1, dtype=np.int64)
         lengths = np.full(n, length, dtype=np.int64)
-        self._simulate(ids, lengths, window=1, walk=rng)
+        self._simulate(ids, lengths, window=1, walk=rng, walk_depth=max_depth)
         return ids, lengths
 
     @staticmethod
@@ -1383,23 +1397,153 @@ class BoundedPDA(Machine):
     def run_batch(self, ids: np.ndarray, lengths: np.ndarray | None = None) -> BatchTrace:
         """The underlying machine's fields, with every row dead (state, depth, top, stack -1;
         output False / -1) from the first time its depth exceeds m. ``stack`` has width m + 1
-        (BOTTOM and at most m symbols)."""
+        (BOTTOM and at most m symbols) and holds the codes as int16 (int64 only when
+        |Γ| ≥ 32766); the other fields are int64 (``output``: as the underlying machine's).
+
+        Memory: the ``stack`` field, B·(T+1)·(m+1) codes of 2 bytes, is allocated once. A
+        real-time DPDA, or a real-time DPDT emitting at most one symbol a step, is simulated here
+        with one (B, m+1) stack, copied into that field each step (O(B·m) a step, nothing deeper
+        than m kept); otherwise the underlying machine runs on groups of rows whose whole-stack
+        traces take at most `RUN_CHUNK_BYTES` (at least one row), each group's stacks cut to
+        width m + 1 into it. The fields are those of one run over the whole batch (a "string"
+        transducer's ``output`` is padded with -1 to the widest group's width, which is the
+        whole batch's)."""
         ids, lengths = self.check_ids(ids, lengths)
-        trace = self.machine.run_batch(ids, lengths)
-        over = np.maximum.accumulate(trace["depth"] > self.m, axis=1)
-        fields = dict(trace.fields)
+        if self.machine.is_realtime and (self.output_alphabet is None
+                                         or self.output_kind == "symbol"):
+            return BatchTrace(lengths, self._run_realtime(ids, lengths))
+        return BatchTrace(lengths, self._run_grouped(ids, lengths))
+
+    def _run_grouped(self, ids: np.ndarray, lengths: np.ndarray,
+                     chunk_bytes: int | None = None) -> dict[str, np.ndarray]:
+        """`run_batch`'s fields from the underlying machine's runs on groups of rows, each of at
+        most ``chunk_bytes`` (default `RUN_CHUNK_BYTES`) of whole-stack trace (at least one)."""
+        B, T = ids.shape
+        width = self.m + 1
+        per_row = 8 * (T + 1) * width                     # the underlying run's int64 stacks
+        budget = self.RUN_CHUNK_BYTES if chunk_bytes is None else chunk_bytes
+        group = max(1, budget // max(per_row, 1))
+        if group >= B:
+            return self._cut(dict(self.machine.run_batch(ids, lengths).fields), None)
+        stack = np.full((B, T + 1, width), -1, dtype=self._stack_dtype())
+        parts: list[dict] = []
+        for lo in range(0, B, group):
+            hi = min(B, lo + group)
+            part = dict(self.machine.run_batch(ids[lo:hi], lengths[lo:hi]).fields)
+            parts.append(self._cut(part, stack[lo:hi]))
+        fields = {}
+        for name in parts[0]:
+            if name == "stack":
+                fields[name] = stack
+                continue
+            arrays = [p[name] for p in parts]
+            if arrays[0].ndim == 3:       # per-step output of a "string" transducer: pad to one W
+                W = max(a.shape[2] for a in arrays)
+                fill = False if arrays[0].dtype == bool else -1
+                arrays = [np.pad(a, ((0, 0), (0, 0), (0, W - a.shape[2])), constant_values=fill)
+                          for a in arrays]
+            fields[name] = np.concatenate(arrays, axis=0)
+        return fields
+
+    def _run_realtime(self, ids: np.ndarray, lengths: np.ndarray) -> dict[str, np.ndarray]:
+        """`run_batch`'s fields for a real-time underlying machine, simulated with the depth
+        bound: a row whose move would leave more than m symbols above BOTTOM dies there. As in
+        `DeterministicPushdown._simulate`, positions past a row's length hold its last values."""
+        pda = self.machine
+        tab = pda._tables
+        nxt, glen, gsym, olen, osym = (tab[k] for k in ("next", "glen", "gsym", "olen", "osym"))
+        B, T = ids.shape
+        m, width = self.m, self.m + 1
+        cols = np.arange(max(tab["L"], 1))
+        cur = np.full((B, width), -1, dtype=np.int64)       # bottom first, -1 above the top
+        cur[:, 0] = pda.bottom_code
+        h = np.zeros(B, dtype=np.int64)                     # depth; -1 dead
+        q = np.full(B, pda.state_index(pda.start), dtype=np.int64)
+        emit = np.full(B, -1, dtype=np.int64)               # what the last step emitted
+        stack = np.full((B, T + 1, width), -1, dtype=self._stack_dtype())
+        state = np.empty((B, T + 1), dtype=np.int64)
+        depth = np.empty((B, T + 1), dtype=np.int64)
+        emitted = np.empty((B, T + 1), dtype=np.int64) if self.output_alphabet else None
+
+        def record(t: int) -> None:
+            stack[:, t] = cur
+            state[:, t], depth[:, t] = q, h
+            if emitted is not None:
+                emitted[:, t] = emit
+
+        record(0)
+        for t in range(T):
+            r = np.flatnonzero((t < lengths) & (q >= 0))
+            emit[r] = -1
+            if r.size:
+                idx = (q[r], ids[r, t], cur[r, h[r]])
+                q2 = nxt[idx]
+                n_push = glen[idx]
+                new_h = h[r] - 1 + n_push
+                die = (q2 < 0) | (new_h > m)               # no move, or deeper than m
+                if die.any():
+                    gone = r[die]
+                    q[gone], h[gone], cur[gone] = -1, -1, -1
+                ok = ~die
+                rr, idx = r[ok], tuple(a[ok] for a in idx)
+                n_push, old_h = n_push[ok], h[rr]
+                pos = old_h[:, None] + cols[None, :]
+                valid = cols[None, :] < n_push[:, None]
+                rows2 = np.broadcast_to(rr[:, None], pos.shape)
+                cur[rows2[valid], pos[valid]] = gsym[idx][valid]
+                popped = n_push == 0                        # the old top cell is left over
+                cur[rr[popped], old_h[popped]] = -1
+                h[rr] = new_h[ok]
+                q[rr] = q2[ok]
+                if emitted is not None:
+                    emit[rr] = np.where(olen[idx] > 0, osym[idx][:, 0], -1)
+            record(t + 1)
+        top = np.where(depth >= 0, np.take_along_axis(
+            stack, np.maximum(depth, 0)[..., None], axis=2)[..., 0].astype(np.int64), -1)
+        out = emitted if emitted is not None else pda.accept_array(state, depth)
+        return {"state": state, "stack": stack, "depth": depth, "top": top, "output": out}
+
+    def _stack_dtype(self) -> type:
+        """The ``stack`` field's dtype: int16 when every code (-1 … BOTTOM = |Γ|) fits, else
+        int64."""
+        return np.int16 if self.machine.bottom_code < 2**15 - 1 else np.int64
+
+    # whole-stack bytes of the underlying machine's run per group of rows (`run_batch`)
+    RUN_CHUNK_BYTES = 64 << 20
+
+    def _cut(self, fields: dict, into: np.ndarray | None) -> dict:
+        """The underlying machine's fields of some rows made the bounded machine's, in place of
+        ``fields``: dead from the first depth over m, ``stack`` cut or padded to width m + 1
+        (written into ``into``, already -1, when given)."""
+        over = np.maximum.accumulate(fields["depth"] > self.m, axis=1)
         for name in ("state", "depth", "top"):
             fields[name] = np.where(over, -1, fields[name])
         stack = fields["stack"]
         width = self.m + 1
-        if stack.shape[2] < width:
-            pad = np.full(stack.shape[:2] + (width - stack.shape[2],), -1, dtype=stack.dtype)
-            stack = np.concatenate([stack, pad], axis=2)
-        fields["stack"] = np.where(over[..., None], -1, stack[:, :, :width])
+        w = min(width, stack.shape[2])
+        if into is None:
+            into = np.full(stack.shape[:2] + (width,), -1, dtype=self._stack_dtype())
+        into[:, :, :w] = stack[:, :, :w]
+        into[over] = -1
+        fields["stack"] = into
         out = fields["output"]
         mask = over.reshape(over.shape + (1,) * (out.ndim - 2))
         fields["output"] = np.where(mask, False if out.dtype == bool else -1, out)
-        return BatchTrace(trace.lengths, fields)
+        return fields
+
+    def random_walks(self, n: int, length: int, rng: np.random.Generator
+                     ) -> tuple[np.ndarray, np.ndarray] | None:
+        """n random live walks of `length` symbols, drawn inside the underlying machine's batched
+        simulation (`DeterministicPushdown.random_walks` with ``max_depth=m``): each symbol
+        uniform among those whose step keeps the configuration live (a move exists and leaves at
+        most m symbols above BOTTOM), one `draw_allowed` per step — the rule and the draws of
+        `pdanet.verify.strings.random_walks`, so the same strings as stepping configurations.
+        None when the underlying machine has ε-moves (use the generic walk). InputError for a
+        count or length that is not an integer ≥ 0."""
+        for name, v in (("n", n), ("length", length)):
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0:
+                raise InputError(f"random_walks needs an integer {name} ≥ 0, got {v!r}")
+        return self.machine.random_walks(int(n), int(length), rng, max_depth=self.m)
 
     # the explicit automaton --------------------------------------------------------------------
     def _canonical(self, config: Any) -> Any:

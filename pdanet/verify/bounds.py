@@ -15,7 +15,6 @@ from typing import Any
 
 from pdanet.errors import CompileError
 
-
 #: above this many bits the geometric sum is not materialised (see `information_floor`)
 _EXACT_BITS = 1 << 16
 

@@ -271,8 +271,9 @@ def random_walks(machine: Machine, n: int, length: int, rng: np.random.Generator
     step, only among the symbols into states from which live walks of every length start
     (`unbounded_states`) whenever there is one, so it runs to `length` wherever the machine has
     arbitrarily long live strings through that state; the last symbol is any live one.
-    A machine with its own batched walk (``machine.random_walks``, e.g. a real-time DPDA: the
-    same rule and draws without stepping configuration objects) runs that one."""
+    A machine with its own batched walk (``machine.random_walks``, e.g. a real-time DPDA or DPDT
+    and its depth-bounded `BoundedPDA`: the same rule and draws without stepping configuration
+    objects) runs that one."""
     fast = getattr(machine, "random_walks", None)
     if callable(fast) and not _is_table_machine(machine):
         got = fast(n, length, rng)
