@@ -10,6 +10,17 @@
   lookup unit and slot, ideal values from the machine's own table, else `box`;
 - `stack` — `ControllerMemory` (stack RNNs): exact saturation and the memory lemma;
 - `ns` — `NSChart` (NS-RNN): a bounded-length reading error;
+- `grefenstette` — `GrefenstetteController` (Grefenstette et al.'s RNN/LSTM controllers with
+  stack, queue or deque): exact heads and pushed codes, the data path boxed, the store lemma of
+  each store's equations;
+- `paper` — `PaperController` (Hao et al.'s LSTM and linear controllers, Joulin–Mikolov):
+  exact saturation of the paper's heads, the memory lemma;
+- `suzgun` — `SuzgunController`, `BabyNTMController` (Suzgun et al.'s Stack-RNN/LSTM, both
+  readouts, and Baby-NTM): one-hot softmax actions from the scanned exp underflow, the
+  superposition memory lemma (Baby-NTM: its finite memory explored exactly);
+- `dusell` — `NSController` (DuSell & Chiang's LSTM with NS, NS+S, NS+U, RNS): one-hot action
+  weights, a single run in the chart; every length for NS+U and RNS, a stated length for NS and
+  NS+S (Eq. 1's unoccupied rows carry rounding that grows with the length);
 - `lm` — `LMUnits` (RNN language models of PFSAs): box induction, then a bound on the
   log-probability error in nats per symbol.
 
